@@ -1,0 +1,1 @@
+//! tfjob-sim: an in-memory Kubernetes API server and pod simulator.

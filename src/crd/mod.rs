@@ -1,0 +1,11 @@
+//! The TFJob API (`kubeflow.org/v1`): types, the generated CRD, defaulting and validation.
+//! Pure: no I/O.
+
+pub mod defaults;
+pub mod schema;
+pub mod spec;
+pub mod status;
+pub mod validation;
+
+pub use spec::*;
+pub use status::*;

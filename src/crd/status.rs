@@ -1,0 +1,101 @@
+//! The TFJob status types: conditions, per-replica counts, times. Pure data, no I/O.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::spec::ReplicaType;
+
+/// What the operator observed and decided about a TFJob.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TFJobStatus {
+    /// Conditions, the most recently changed last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<JobCondition>,
+
+    /// Pod counts and restarts per replica type.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replica_statuses: BTreeMap<ReplicaType, ReplicaStatus>,
+
+    /// When the job was (last) started or resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+
+    /// When the job succeeded or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+
+    /// Kept for compatibility; not written on ordinary reconciles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reconcile_time: Option<Time>,
+}
+
+/// One observation about the job (Kubeflow's JobCondition).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobCondition {
+    #[serde(rename = "type")]
+    pub type_: ConditionType,
+    pub status: ConditionStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_update_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+}
+
+/// Condition types, Kubeflow's spelling.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+pub enum ConditionType {
+    Created,
+    Running,
+    Restarting,
+    Succeeded,
+    Failed,
+    Suspended,
+}
+
+/// `True`, `False` or `Unknown`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+/// Counts of one replica type's pods.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaStatus {
+    /// Running pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<i32>,
+    /// Pods that succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded: Option<i32>,
+    /// Pods that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<i32>,
+    /// Restarts of this type's replicas, kept across pod deletion and operator restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<i32>,
+    /// Label selector of this type's pods, as a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+// Condition reasons, Kubeflow's spelling.
+pub const REASON_CREATED: &str = "TFJobCreated";
+pub const REASON_RUNNING: &str = "TFJobRunning";
+pub const REASON_RESTARTING: &str = "TFJobRestarting";
+pub const REASON_SUCCEEDED: &str = "TFJobSucceeded";
+pub const REASON_FAILED: &str = "TFJobFailed";
+pub const REASON_FAILED_VALIDATION: &str = "TFJobFailedValidation";
+pub const REASON_SUSPENDED: &str = "TFJobSuspended";
+pub const REASON_RESUMED: &str = "TFJobResumed";

@@ -1,0 +1,9 @@
+//! tfjob-operator: runs Kubeflow TFJobs (`kubeflow.org/v1`) on Kubernetes.
+//!
+//! `crd` holds the API types and the pure rules on them; `reconcile` the pure decision core
+//! (and, at its edges, the controller's I/O).
+#![forbid(unsafe_code)]
+
+pub mod crd;
+pub mod reconcile;
+pub mod render;

@@ -1,0 +1,2 @@
+//! The `tfjob-operator` binary.
+fn main() {}

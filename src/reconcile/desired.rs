@@ -1,0 +1,1 @@
+//! The desired Pod and headless Service of each replica (contract §4). Pure, deterministic.

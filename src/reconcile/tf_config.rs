@@ -1,0 +1,1 @@
+//! TF_CONFIG (contract §5): standard and sparse formats. Pure.
