@@ -34,8 +34,16 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 }
 
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+    let mut patch = patch.clone();
+    if let Some(ops) = patch.as_array_mut() {
+        // `test` on a missing path compares against null (kube-runtime's finalizer helper).
+        ops.retain(|op| {
+            let missing = op["path"].as_str().is_some_and(|p| target.pointer(p).is_none());
+            !(op["op"] == "test" && missing && op["value"].is_null())
+        });
+    }
     let p: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| PatchError::Invalid(e.to_string()))?;
+        serde_json::from_value(patch).map_err(|e| PatchError::Invalid(e.to_string()))?;
     json_patch::patch(target, &p).map_err(|e| PatchError::Invalid(e.to_string()))
 }
 

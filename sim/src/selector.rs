@@ -49,6 +49,9 @@ fn set(v: &str) -> Vec<String> {
 impl LabelSelector {
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut reqs = Vec::new();
+        if s.matches('(').count() != s.matches(')').count() {
+            return Err(format!("unable to parse requirement: unbalanced parentheses in {s}"));
+        }
         for part in split_top(s) {
             let p = part.trim();
             if let Some((k, v)) = p.split_once("!=") {
