@@ -1,0 +1,1 @@
+//! Pure pod state machine (placeholder until implemented).
