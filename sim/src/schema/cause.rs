@@ -11,7 +11,11 @@ use super::Cause;
 
 /// A field path under construction, rendered like `field.Path` (`a.b[0]`, `a[key]`).
 pub(crate) fn child(path: &str, name: &str) -> String {
-    if path.is_empty() { name.to_string() } else { format!("{path}.{name}") }
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
 }
 
 pub(crate) fn index(path: &str, i: usize) -> String {
@@ -47,7 +51,9 @@ pub(crate) fn go_float(f: f64) -> String {
         return "0".to_string();
     }
     let sci = format!("{f:e}"); // e.g. "1.5e6", "-2e-7"
-    let Some((mantissa, exp)) = sci.split_once('e') else { return sci };
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
     let exp: i32 = exp.parse().unwrap_or(0);
     if exp < -4 || exp >= 6 {
         let sign = if exp < 0 { '-' } else { '+' };
@@ -57,19 +63,35 @@ pub(crate) fn go_float(f: f64) -> String {
 }
 
 fn with_detail(head: String, detail: &str) -> String {
-    if detail.is_empty() { head } else { format!("{head}: {detail}") }
+    if detail.is_empty() {
+        head
+    } else {
+        format!("{head}: {detail}")
+    }
 }
 
 fn cause(field: &str, message: String, reason: &str) -> Cause {
-    Cause { field: field.to_string(), message, reason: reason.to_string() }
+    Cause {
+        field: field.to_string(),
+        message,
+        reason: reason.to_string(),
+    }
 }
 
 pub(crate) fn required(field: &str, detail: &str) -> Cause {
-    cause(field, with_detail("Required value".into(), detail), "FieldValueRequired")
+    cause(
+        field,
+        with_detail("Required value".into(), detail),
+        "FieldValueRequired",
+    )
 }
 
 pub(crate) fn forbidden(field: &str, detail: &str) -> Cause {
-    cause(field, with_detail("Forbidden".into(), detail), "FieldValueForbidden")
+    cause(
+        field,
+        with_detail("Forbidden".into(), detail),
+        "FieldValueForbidden",
+    )
 }
 
 pub(crate) fn invalid(field: &str, value: &Value, detail: &str) -> Cause {
@@ -90,24 +112,39 @@ pub(crate) fn not_supported(field: &str, value: &Value, allowed: &[Value]) -> Ca
             other => quote(&other.to_string()),
         })
         .collect();
-    let detail =
-        if quoted.is_empty() { String::new() } else { format!("supported values: {}", quoted.join(", ")) };
+    let detail = if quoted.is_empty() {
+        String::new()
+    } else {
+        format!("supported values: {}", quoted.join(", "))
+    };
     let head = format!("Unsupported value: {}", render_value(value));
     cause(field, with_detail(head, &detail), "FieldValueNotSupported")
 }
 
 pub(crate) fn too_long(field: &str, max: u64) -> Cause {
     let unit = if max == 1 { "byte" } else { "bytes" };
-    cause(field, format!("Too long: may not be more than {max} {unit}"), "FieldValueTooLong")
+    cause(
+        field,
+        format!("Too long: may not be more than {max} {unit}"),
+        "FieldValueTooLong",
+    )
 }
 
 pub(crate) fn too_many(field: &str, actual: usize, max: u64) -> Cause {
     let unit = if max == 1 { "item" } else { "items" };
-    cause(field, format!("Too many: {actual}: must have at most {max} {unit}"), "FieldValueTooMany")
+    cause(
+        field,
+        format!("Too many: {actual}: must have at most {max} {unit}"),
+        "FieldValueTooMany",
+    )
 }
 
 pub(crate) fn duplicate(field: &str, value: &Value) -> Cause {
-    cause(field, format!("Duplicate value: {}", render_value(value)), "FieldValueDuplicate")
+    cause(
+        field,
+        format!("Duplicate value: {}", render_value(value)),
+        "FieldValueDuplicate",
+    )
 }
 
 #[cfg(test)]
@@ -143,9 +180,18 @@ mod tests {
             not_supported("p", &json!("Sometimes"), &[json!("Always"), json!("Never")]).message,
             "Unsupported value: \"Sometimes\": supported values: \"Always\", \"Never\""
         );
-        assert_eq!(too_long("p", 5).message, "Too long: may not be more than 5 bytes");
-        assert_eq!(too_many("p", 4, 3).message, "Too many: 4: must have at most 3 items");
-        assert_eq!(duplicate("p[1]", &json!("a")).message, "Duplicate value: \"a\"");
+        assert_eq!(
+            too_long("p", 5).message,
+            "Too long: may not be more than 5 bytes"
+        );
+        assert_eq!(
+            too_many("p", 4, 3).message,
+            "Too many: 4: must have at most 3 items"
+        );
+        assert_eq!(
+            duplicate("p[1]", &json!("a")).message,
+            "Duplicate value: \"a\""
+        );
         assert_eq!(key(&child("spec", "properties"), "x"), "spec.properties[x]");
         assert_eq!(index("spec.list", 2), "spec.list[2]");
     }

@@ -14,7 +14,13 @@ use super::Cause;
 use super::cause::{child, duplicate, forbidden, index, invalid, required};
 use super::node::Node;
 
-pub(crate) fn evaluate(node: &Node, value: &Value, old: Option<&Value>, path: &str, errs: &mut Vec<Cause>) {
+pub(crate) fn evaluate(
+    node: &Node,
+    value: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errs: &mut Vec<Cause>,
+) {
     if value.is_null() {
         return;
     }

@@ -21,7 +21,9 @@ fn default_node(node: &Node, value: &mut Value, is_root: bool) {
                 if is_root && name == "metadata" {
                     continue;
                 }
-                let Some(default) = &prop.default else { continue };
+                let Some(default) = &prop.default else {
+                    continue;
+                };
                 let missing = match obj.get(name) {
                     None => true,
                     Some(Value::Null) => !prop.nullable,
@@ -42,7 +44,8 @@ fn default_node(node: &Node, value: &mut Value, is_root: bool) {
         }
         Value::Array(list) => {
             if let Some(items) = &node.items {
-                list.iter_mut().for_each(|item| default_node(items, item, false));
+                list.iter_mut()
+                    .for_each(|item| default_node(items, item, false));
             }
         }
         _ => {}
@@ -53,7 +56,9 @@ fn prune_nulls(node: &Node, value: &mut Value) {
     match value {
         Value::Object(obj) => {
             obj.retain(|k, v| {
-                let Some(schema) = node.child(k) else { return true };
+                let Some(schema) = node.child(k) else {
+                    return true;
+                };
                 !(v.is_null() && !schema.nullable && schema.default.is_none())
             });
             for (k, v) in obj.iter_mut() {
@@ -70,4 +75,3 @@ fn prune_nulls(node: &Node, value: &mut Value) {
         _ => {}
     }
 }
-

@@ -17,7 +17,9 @@ pub(crate) fn is_valid(format: &str, s: &str) -> bool {
         "ipv6" => s.parse::<Ipv6Addr>().is_ok(),
         "uuid" => is_uuid(s),
         "byte" => is_base64(s),
-        "email" => s.split_once('@').is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
+        "email" => s
+            .split_once('@')
+            .is_some_and(|(a, b)| !a.is_empty() && b.contains('.')),
         _ => true,
     }
 }
@@ -34,7 +36,9 @@ fn is_uuid(s: &str) -> bool {
 
 fn is_base64(s: &str) -> bool {
     s.len() % 4 == 0
-        && s.trim_end_matches('=').chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+        && s.trim_end_matches('=')
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
         && s.len() - s.trim_end_matches('=').len() <= 2
 }
 

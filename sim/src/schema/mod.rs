@@ -53,7 +53,9 @@ impl CompiledSchema {
         if !errs.is_empty() {
             return Err(errs);
         }
-        Ok(CompiledSchema { root: node::Node::parse(open_api_v3_schema) })
+        Ok(CompiledSchema {
+            root: node::Node::parse(open_api_v3_schema),
+        })
     }
 
     /// On every write of a custom object: prune, default, validate, run CEL (transition rules
@@ -94,6 +96,10 @@ impl CompiledSchema {
             });
             cel::evaluate(&self.root, obj, old.as_ref(), "", &mut errs);
         }
-        if errs.is_empty() { Ok(warnings) } else { Err(errs) }
+        if errs.is_empty() {
+            Ok(warnings)
+        } else {
+            Err(errs)
+        }
     }
 }

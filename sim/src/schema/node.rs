@@ -88,14 +88,21 @@ impl Node {
             .and_then(Value::as_str)
             .and_then(|p| Regex::new(p).ok().map(|re| (p.to_string(), re)));
         Node {
-            type_: s.get("type").and_then(Value::as_str).unwrap_or_default().to_string(),
+            type_: s
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             nullable: flag(s, "nullable"),
             int_or_string: flag(s, "x-kubernetes-int-or-string"),
             preserve_unknown: flag(s, "x-kubernetes-preserve-unknown-fields"),
             embedded: flag(s, "x-kubernetes-embedded-resource"),
             properties,
             additional,
-            items: s.get("items").filter(|i| i.is_object()).map(|i| Box::new(Node::parse(i))),
+            items: s
+                .get("items")
+                .filter(|i| i.is_object())
+                .map(|i| Box::new(Node::parse(i))),
             required: string_list(s, "required"),
             enum_values: s.get("enum").and_then(Value::as_array).cloned(),
             minimum: s.get("minimum").and_then(Value::as_f64),
@@ -112,12 +119,18 @@ impl Node {
             pattern,
             format: s.get("format").and_then(Value::as_str).map(str::to_string),
             default: s.get("default").cloned(),
-            list_type: s.get("x-kubernetes-list-type").and_then(Value::as_str).map(str::to_string),
+            list_type: s
+                .get("x-kubernetes-list-type")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             list_map_keys: string_list(s, "x-kubernetes-list-map-keys"),
             all_of: nodes(s, "allOf"),
             any_of: nodes(s, "anyOf"),
             one_of: nodes(s, "oneOf"),
-            not: s.get("not").filter(|n| n.is_object()).map(|n| Box::new(Node::parse(n))),
+            not: s
+                .get("not")
+                .filter(|n| n.is_object())
+                .map(|n| Box::new(Node::parse(n))),
             cel: compile_own_rules(s),
         }
     }
@@ -134,7 +147,12 @@ impl Node {
 fn string_list(s: &Value, key: &str) -> Vec<String> {
     s.get(key)
         .and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -158,13 +176,16 @@ fn strip_descendant_rules(s: &mut Value, keep_self: bool) {
         match key.as_str() {
             "properties" => {
                 if let Some(props) = child.as_object_mut() {
-                    props.values_mut().for_each(|p| strip_descendant_rules(p, false));
+                    props
+                        .values_mut()
+                        .for_each(|p| strip_descendant_rules(p, false));
                 }
             }
             "items" | "additionalProperties" | "not" => strip_descendant_rules(child, false),
             "allOf" | "anyOf" | "oneOf" => {
                 if let Some(list) = child.as_array_mut() {
-                    list.iter_mut().for_each(|b| strip_descendant_rules(b, false));
+                    list.iter_mut()
+                        .for_each(|b| strip_descendant_rules(b, false));
                 }
             }
             _ => {}
@@ -202,7 +223,11 @@ mod tests {
         });
         strip_descendant_rules(&mut s, true);
         assert!(s.get("x-kubernetes-validations").is_some());
-        assert!(s["properties"]["a"].get("x-kubernetes-validations").is_none());
+        assert!(
+            s["properties"]["a"]
+                .get("x-kubernetes-validations")
+                .is_none()
+        );
         assert!(s["items"].get("x-kubernetes-validations").is_none());
     }
 }

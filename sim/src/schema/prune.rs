@@ -34,7 +34,10 @@ const OBJECT_META_FIELDS: [&str; 15] = [
 pub(crate) fn prune(root: &Node, value: &mut Value) -> Vec<String> {
     let mut dropped = Vec::new();
     prune_node(root, value, "", true, &mut dropped);
-    dropped.into_iter().map(|p| format!("unknown field \"{p}\"")).collect()
+    dropped
+        .into_iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .collect()
 }
 
 fn prune_node(node: &Node, value: &mut Value, path: &str, resource: bool, out: &mut Vec<String>) {
@@ -90,8 +93,11 @@ fn prune_object(
 }
 
 fn prune_metadata(meta: &mut Map<String, Value>, path: &str, out: &mut Vec<String>) {
-    let unknown: Vec<String> =
-        meta.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect();
+    let unknown: Vec<String> = meta
+        .keys()
+        .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
+        .cloned()
+        .collect();
     for k in unknown {
         meta.remove(&k);
         out.push(child(path, &k));

@@ -26,7 +26,10 @@ pub(crate) fn check(schema: &Value, path: &str) -> Vec<Cause> {
     let mut errs = Vec::new();
     match schema.as_object() {
         Some(s) => check_node(s, Level::Root, path, &mut errs),
-        None => errs.push(required(&child(path, "type"), "must not be empty at the root")),
+        None => errs.push(required(
+            &child(path, "type"),
+            "must not be empty at the root",
+        )),
     }
     errs.sort_by(|a, b| (&a.field, &a.message).cmp(&(&b.field, &b.message)));
     errs
@@ -50,32 +53,56 @@ fn check_node(s: &Map<String, Value>, lvl: Level, path: &str, errs: &mut Vec<Cau
     if let Some(props) = s.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {
             if let Some(prop) = prop.as_object() {
-                check_node(prop, Level::Field, &key(&child(path, "properties"), name), errs);
+                check_node(
+                    prop,
+                    Level::Field,
+                    &key(&child(path, "properties"), name),
+                    errs,
+                );
             }
         }
     }
     if let Some(add) = s.get("additionalProperties") {
         if lvl == Level::Root {
-            errs.push(forbidden(&child(path, "additionalProperties"), "must not be used at the root"));
+            errs.push(forbidden(
+                &child(path, "additionalProperties"),
+                "must not be used at the root",
+            ));
         }
         if let Some(add) = add.as_object() {
-            check_node(add, Level::Field, &child(path, "additionalProperties"), errs);
+            check_node(
+                add,
+                Level::Field,
+                &child(path, "additionalProperties"),
+                errs,
+            );
         }
         if embedded {
             let p = child(path, "additionalProperties");
-            errs.push(forbidden(&p, "must not be used if x-kubernetes-embedded-resource is set"));
+            errs.push(forbidden(
+                &p,
+                "must not be used if x-kubernetes-embedded-resource is set",
+            ));
         }
     }
     if int_or_string && preserve {
         let p = child(path, "x-kubernetes-preserve-unknown-fields");
-        errs.push(invalid(&p, &Value::Bool(true), "must be false if x-kubernetes-int-or-string is true"));
+        errs.push(invalid(
+            &p,
+            &Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
     }
     check_type(ty, lvl, path, (int_or_string, preserve, embedded), errs);
     check_junctors(s, path, errs);
     if lvl == Level::Root || embedded {
         check_resource_fields(s, lvl, path, errs);
     }
-    if embedded && !preserve && s.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty)
+    if embedded
+        && !preserve
+        && s.get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
     {
         let detail = "must not be empty if x-kubernetes-embedded-resource is true without \
                       x-kubernetes-preserve-unknown-fields";
@@ -89,7 +116,11 @@ fn check_type(ty: &str, lvl: Level, path: &str, flags: (bool, bool, bool), errs:
     let p = child(path, "type");
     if embedded && ty != "object" {
         let detail = "must be object if x-kubernetes-embedded-resource is true";
-        errs.push(if ty.is_empty() { required(&p, detail) } else { invalid(&p, &ty.into(), detail) });
+        errs.push(if ty.is_empty() {
+            required(&p, detail)
+        } else {
+            invalid(&p, &ty.into(), detail)
+        });
     } else if ty.is_empty() && !int_or_string && !preserve {
         errs.push(required(
             &p,
@@ -121,13 +152,20 @@ fn check_api_rules(s: &Map<String, Value>, path: &str, errs: &mut Vec<Cause>) {
         }
     }
     if s.get("type").and_then(Value::as_str) == Some("null") {
-        errs.push(forbidden(&child(path, "type"), "type cannot be set to null"));
+        errs.push(forbidden(
+            &child(path, "type"),
+            "type cannot be set to null",
+        ));
     }
     if s.get("items").is_some_and(Value::is_array) {
-        errs.push(forbidden(&child(path, "items"), "items must be a schema object and not an array"));
+        errs.push(forbidden(
+            &child(path, "items"),
+            "items must be a schema object and not an array",
+        ));
     }
     if s.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
-        let detail = "uniqueItems cannot be set to true since the runtime complexity becomes quadratic";
+        let detail =
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic";
         errs.push(forbidden(&child(path, "uniqueItems"), detail));
     }
     match s.get("additionalProperties") {
@@ -135,9 +173,16 @@ fn check_api_rules(s: &Map<String, Value>, path: &str, errs: &mut Vec<Cause>) {
             let p = child(path, "additionalProperties");
             errs.push(forbidden(&p, "additionalProperties cannot be set to false"));
         }
-        Some(_) if s.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) => {
+        Some(_)
+            if s.get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| !p.is_empty()) =>
+        {
             let p = child(path, "additionalProperties");
-            errs.push(forbidden(&p, "additionalProperties and properties are mutual exclusive"));
+            errs.push(forbidden(
+                &p,
+                "additionalProperties and properties are mutual exclusive",
+            ));
         }
         _ => {}
     }
@@ -151,17 +196,33 @@ fn check_api_rules(s: &Map<String, Value>, path: &str, errs: &mut Vec<Cause>) {
 
 /// `apiVersion`/`kind`/`metadata` of a resource (root or embedded) and the root metadata limit.
 fn check_resource_fields(s: &Map<String, Value>, lvl: Level, path: &str, errs: &mut Vec<Cause>) {
-    let Some(props) = s.get("properties").and_then(Value::as_object) else { return };
-    let type_of = |name: &str| props.get(name).map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""));
+    let Some(props) = s.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let type_of = |name: &str| {
+        props
+            .get(name)
+            .map(|p| p.get("type").and_then(Value::as_str).unwrap_or(""))
+    };
     let props_path = child(path, "properties");
-    for (name, want) in [("kind", "string"), ("apiVersion", "string"), ("metadata", "object")] {
+    for (name, want) in [
+        ("kind", "string"),
+        ("apiVersion", "string"),
+        ("metadata", "object"),
+    ] {
         if let Some(ty) = type_of(name)
             && ty != want
         {
-            errs.push(invalid(&child(&key(&props_path, name), "type"), &ty.into(), &format!("must be {want}")));
+            errs.push(invalid(
+                &child(&key(&props_path, name), "type"),
+                &ty.into(),
+                &format!("must be {want}"),
+            ));
         }
     }
-    let Some(meta) = props.get("metadata").and_then(Value::as_object) else { return };
+    let Some(meta) = props.get("metadata").and_then(Value::as_object) else {
+        return;
+    };
     if lvl != Level::Root {
         return;
     }
@@ -191,7 +252,9 @@ fn check_junctors(s: &Map<String, Value>, path: &str, errs: &mut Vec<Cause>) {
         .and_then(|first| first.get("anyOf"))
         .is_some_and(is_int_or_string_pair);
     for junctor in ["allOf", "anyOf", "oneOf"] {
-        let Some(list) = s.get(junctor).and_then(Value::as_array) else { continue };
+        let Some(list) = s.get(junctor).and_then(Value::as_array) else {
+            continue;
+        };
         if junctor == "anyOf" && skip_any_of {
             continue;
         }
@@ -215,11 +278,26 @@ fn check_nested(v: &Value, skip_any_of: bool, path: &str, errs: &mut Vec<Cause>)
         ("title", "must be empty to be structural"),
         ("description", "must be empty to be structural"),
         ("nullable", "must be false to be structural"),
-        ("x-kubernetes-preserve-unknown-fields", "must be false to be structural"),
-        ("x-kubernetes-embedded-resource", "must be false to be structural"),
-        ("x-kubernetes-int-or-string", "must be false to be structural"),
-        ("x-kubernetes-list-map-keys", "must be empty to be structural"),
-        ("x-kubernetes-list-type", "must be undefined to be structural"),
+        (
+            "x-kubernetes-preserve-unknown-fields",
+            "must be false to be structural",
+        ),
+        (
+            "x-kubernetes-embedded-resource",
+            "must be false to be structural",
+        ),
+        (
+            "x-kubernetes-int-or-string",
+            "must be false to be structural",
+        ),
+        (
+            "x-kubernetes-list-map-keys",
+            "must be empty to be structural",
+        ),
+        (
+            "x-kubernetes-list-type",
+            "must be undefined to be structural",
+        ),
     ];
     for (k, detail) in rules {
         let set = match s.get(k) {
@@ -261,7 +339,9 @@ fn check_nested(v: &Value, skip_any_of: bool, path: &str, errs: &mut Vec<Cause>)
 
 /// Every `x-kubernetes-validations` rule and messageExpression must compile.
 fn check_rules(s: &Map<String, Value>, path: &str, errs: &mut Vec<Cause>) {
-    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else { return };
+    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
+        return;
+    };
     let base = child(path, "x-kubernetes-validations");
     for (i, rule) in rules.iter().enumerate() {
         let at = index(&base, i);
@@ -277,7 +357,11 @@ fn check_rules(s: &Map<String, Value>, path: &str, errs: &mut Vec<Cause>) {
             && let Err(e) = kube_cel::cel::Program::compile(msg)
         {
             let detail = format!("messageExpression compilation failed: {e}");
-            errs.push(invalid(&child(&at, "messageExpression"), &msg.into(), &detail));
+            errs.push(invalid(
+                &child(&at, "messageExpression"),
+                &msg.into(),
+                &detail,
+            ));
         }
     }
 }

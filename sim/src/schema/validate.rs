@@ -16,7 +16,11 @@ use super::node::{Additional, Node};
 
 /// `"<path> in body <rest>"`, the kube-openapi error text.
 fn body(path: &str, rest: &str) -> String {
-    if path.is_empty() { rest.to_string() } else { format!("{path} in body {rest}") }
+    if path.is_empty() {
+        rest.to_string()
+    } else {
+        format!("{path} in body {rest}")
+    }
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -54,7 +58,11 @@ pub(crate) fn validate(node: &Node, value: &Value, path: &str, errs: &mut Vec<Ca
     }
     if !type_matches(node, value) {
         let actual = json_type(value);
-        let want = if node.int_or_string { "integer,string" } else { node.type_.as_str() };
+        let want = if node.int_or_string {
+            "integer,string"
+        } else {
+            node.type_.as_str()
+        };
         let detail = body(path, &format!("must be of type {want}: {}", quote(actual)));
         errs.push(type_invalid(path, &json!(actual), &detail));
         return;
@@ -79,7 +87,11 @@ fn validate_string(node: &Node, s: &str, value: &Value, path: &str, errs: &mut V
     if let Some(min) = node.min_length
         && len < min
     {
-        errs.push(invalid(path, value, &body(path, &format!("should be at least {min} chars long"))));
+        errs.push(invalid(
+            path,
+            value,
+            &body(path, &format!("should be at least {min} chars long")),
+        ));
     }
     if let Some(max) = node.max_length
         && len > max
@@ -89,7 +101,11 @@ fn validate_string(node: &Node, s: &str, value: &Value, path: &str, errs: &mut V
     if let Some((pattern, re)) = &node.pattern
         && !re.is_match(s)
     {
-        errs.push(invalid(path, value, &body(path, &format!("should match '{pattern}'"))));
+        errs.push(invalid(
+            path,
+            value,
+            &body(path, &format!("should match '{pattern}'")),
+        ));
     }
     if let Some(f) = &node.format
         && !format::is_valid(f, s)
@@ -107,21 +123,36 @@ fn validate_number(node: &Node, f: f64, value: &Value, path: &str, errs: &mut Ve
             (f < min, "greater than or equal to")
         };
         if bad {
-            errs.push(invalid(path, value, &body(path, &format!("should be {words} {}", go_float(min)))));
+            errs.push(invalid(
+                path,
+                value,
+                &body(path, &format!("should be {words} {}", go_float(min))),
+            ));
         }
     }
     if let Some(max) = node.maximum {
-        let (bad, words) =
-            if node.exclusive_maximum { (f >= max, "less than") } else { (f > max, "less than or equal to") };
+        let (bad, words) = if node.exclusive_maximum {
+            (f >= max, "less than")
+        } else {
+            (f > max, "less than or equal to")
+        };
         if bad {
-            errs.push(invalid(path, value, &body(path, &format!("should be {words} {}", go_float(max)))));
+            errs.push(invalid(
+                path,
+                value,
+                &body(path, &format!("should be {words} {}", go_float(max))),
+            ));
         }
     }
     if let Some(m) = node.multiple_of
         && m > 0.0
         && (f / m).fract() != 0.0
     {
-        errs.push(invalid(path, value, &body(path, &format!("should be a multiple of {}", go_float(m)))));
+        errs.push(invalid(
+            path,
+            value,
+            &body(path, &format!("should be a multiple of {}", go_float(m))),
+        ));
     }
 }
 
@@ -150,7 +181,10 @@ fn validate_list_type(node: &Node, list: &[Value], path: &str, errs: &mut Vec<Ca
     let identity = |item: &Value| -> Value {
         match node.list_type.as_deref() {
             Some("map") => {
-                let keys = node.list_map_keys.iter().filter_map(|k| Some((k.clone(), item.get(k)?.clone())));
+                let keys = node
+                    .list_map_keys
+                    .iter()
+                    .filter_map(|k| Some((k.clone(), item.get(k)?.clone())));
                 Value::Object(keys.collect())
             }
             _ => item.clone(),
@@ -214,14 +248,33 @@ fn validate_junctors(node: &Node, value: &Value, path: &str, errs: &mut Vec<Caus
         validate(branch, value, path, errs);
     }
     if !node.any_of.is_empty() && !node.any_of.iter().any(|b| passes(b, value, path)) {
-        errs.push(invalid(path, value, &body(path, "must validate at least one schema (anyOf)")));
+        errs.push(invalid(
+            path,
+            value,
+            &body(path, "must validate at least one schema (anyOf)"),
+        ));
     }
-    if !node.one_of.is_empty() && node.one_of.iter().filter(|b| passes(b, value, path)).count() != 1 {
-        errs.push(invalid(path, value, &body(path, "must validate one and only one schema (oneOf)")));
+    if !node.one_of.is_empty()
+        && node
+            .one_of
+            .iter()
+            .filter(|b| passes(b, value, path))
+            .count()
+            != 1
+    {
+        errs.push(invalid(
+            path,
+            value,
+            &body(path, "must validate one and only one schema (oneOf)"),
+        ));
     }
     if let Some(not) = &node.not
         && passes(not, value, path)
     {
-        errs.push(invalid(path, value, &body(path, "must not validate the schema (not)")));
+        errs.push(invalid(
+            path,
+            value,
+            &body(path, "must not validate the schema (not)"),
+        ));
     }
 }
