@@ -55,7 +55,8 @@ fn condition(pod: &Value, type_: &str) -> Value {
 #[test]
 fn restart_policy_never_ends_by_exit_codes() {
     // (annotations, containers, phase, per-container (exitCode, reason))
-    let cases: Vec<(Value, Vec<&str>, &str, Vec<(i64, &str)>)> = vec![
+    type Case<'a> = (Value, Vec<&'a str>, &'a str, Vec<(i64, &'a str)>);
+    let cases: Vec<Case> = vec![
         (
             json!({}),
             vec!["tensorflow"],

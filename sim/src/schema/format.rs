@@ -35,7 +35,7 @@ fn is_uuid(s: &str) -> bool {
 }
 
 fn is_base64(s: &str) -> bool {
-    s.len() % 4 == 0
+    s.len().is_multiple_of(4)
         && s.trim_end_matches('=')
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
