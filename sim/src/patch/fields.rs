@@ -170,10 +170,8 @@ pub(super) fn from_fields_v1(v: &Value) -> FieldSet {
 
 fn parse_node(v: &Value, steps: &mut FieldPath, set: &mut FieldSet) {
     let Some(map) = v.as_object() else { return };
-    if map.is_empty() || map.contains_key(".") {
-        if !steps.is_empty() {
-            set.insert(steps.clone());
-        }
+    if (map.is_empty() || map.contains_key(".")) && !steps.is_empty() {
+        set.insert(steps.clone());
     }
     for (k, child) in map {
         let step = if let Some(f) = k.strip_prefix("f:") {
