@@ -4,11 +4,13 @@
 mod apply;
 mod fields;
 mod json;
+mod managed;
 mod merge;
 mod strategic;
 
-pub use apply::{record_update, server_side_apply};
+pub use apply::server_side_apply;
 pub use json::json_patch;
+pub use managed::record_update;
 pub use merge::merge_patch;
 pub use strategic::strategic_merge;
 

@@ -4,12 +4,10 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{age, age_column, column, name_column, name_of, str_at};
-
-type Cells = Box<dyn Fn(&Value) -> Vec<Value>>;
+use super::{Cells, age, age_column, column, name_column, name_of, str_at};
 
 /// Column definitions and the cell function for a built-in `kind` other than Pod.
-pub(super) fn builtin_printer(kind: &str, now: Timestamp) -> (Vec<Value>, Cells) {
+pub(super) fn builtin_printer(kind: &str, now: Timestamp) -> (Vec<Value>, Cells<'static>) {
     let age_of = move |o: &Value| json!(age(str_at(o, "/metadata/creationTimestamp"), now));
     match kind {
         "Namespace" => (

@@ -11,6 +11,9 @@ mod builtin;
 mod pod;
 
 use builtin::builtin_printer;
+
+/// Computes a row's cells from an object.
+type Cells<'a> = Box<dyn Fn(&Value) -> Vec<Value> + 'a>;
 use pod::{pod_cells, pod_columns, pod_row_conditions};
 
 /// One CRD `additionalPrinterColumns` entry.
@@ -92,17 +95,16 @@ pub fn table(
     list_meta: Value,
     now: Timestamp,
 ) -> Value {
-    let (definitions, cells_of): (Vec<Value>, Box<dyn Fn(&Value) -> Vec<Value>>) =
-        match (columns, kind) {
-            (Some(cols), _) => (
-                std::iter::once(name_column())
-                    .chain(cols.iter().map(PrinterColumn::definition))
-                    .collect(),
-                Box::new(move |o| custom_cells(o, cols, now)),
-            ),
-            (None, "Pod") => (pod_columns(), Box::new(move |o| pod_cells(o, now))),
-            (None, _) => builtin_printer(kind, now),
-        };
+    let (definitions, cells_of): (Vec<Value>, Cells) = match (columns, kind) {
+        (Some(cols), _) => (
+            std::iter::once(name_column())
+                .chain(cols.iter().map(PrinterColumn::definition))
+                .collect(),
+            Box::new(move |o| custom_cells(o, cols, now)),
+        ),
+        (None, "Pod") => (pod_columns(), Box::new(move |o| pod_cells(o, now))),
+        (None, _) => builtin_printer(kind, now),
+    };
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| row(o, cells_of(o), kind, include_object))
@@ -116,10 +118,8 @@ pub fn table(
 fn row(obj: &Value, cells: Vec<Value>, kind: &str, include_object: &str) -> Value {
     let mut r = Map::new();
     r.insert("cells".to_string(), Value::Array(cells));
-    if kind == "Pod" {
-        if let Some(conditions) = pod_row_conditions(obj) {
-            r.insert("conditions".to_string(), conditions);
-        }
+    if let Some(conditions) = pod_row_conditions(obj).filter(|_| kind == "Pod") {
+        r.insert("conditions".to_string(), conditions);
     }
     match include_object {
         "None" => {}
