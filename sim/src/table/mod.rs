@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use crate::jsonpath::jsonpath;
+pub use crate::jsonpath::jsonpath;
 
 mod builtin;
 mod pod;
