@@ -27,7 +27,11 @@ pub fn job_name(job: &TFJob) -> &str {
 
 /// The job's namespace, `default` when the object does not say.
 pub fn job_namespace(job: &TFJob) -> &str {
-    job.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()).unwrap_or(DEFAULT_NAMESPACE)
+    job.metadata
+        .namespace
+        .as_deref()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or(DEFAULT_NAMESPACE)
 }
 
 /// Labels every child of the job carries: operator-name and job-name.
@@ -51,7 +55,11 @@ pub fn replica_labels(job: &str, t: ReplicaType, index: i32) -> BTreeMap<String,
 pub fn selector_string(job: &str, t: ReplicaType) -> String {
     let mut labels = job_selector(job);
     labels.insert(LABEL_REPLICA_TYPE.to_string(), t.lower().to_string());
-    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Whether the replica plays the chief: the Chief/Master, else worker 0 of a job that has
@@ -68,7 +76,11 @@ pub fn is_master_role(spec: &TFJobSpec, t: ReplicaType, index: i32) -> bool {
 /// missing or malformed.
 pub fn replica_of(labels: &BTreeMap<String, String>) -> Option<(ReplicaType, i32)> {
     let t = ReplicaType::parse(labels.get(LABEL_REPLICA_TYPE)?)?;
-    let index = labels.get(LABEL_REPLICA_INDEX)?.parse::<i32>().ok().filter(|i| *i >= 0)?;
+    let index = labels
+        .get(LABEL_REPLICA_INDEX)?
+        .parse::<i32>()
+        .ok()
+        .filter(|i| *i >= 0)?;
     Some((t, index))
 }
 
@@ -100,8 +112,10 @@ mod tests {
             ("training.kubeflow.org/replica-index", "3"),
             ("training.kubeflow.org/replica-type", "ps"),
         ];
-        let want: BTreeMap<String, String> =
-            want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let want: BTreeMap<String, String> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         assert_eq!(labels, want);
         assert_eq!(job_selector("mnist").len(), 2);
     }
@@ -132,7 +146,11 @@ mod tests {
             (&[Worker, Evaluator][..], Evaluator, 0, false),
         ];
         for (types, t, i, want) in cases {
-            assert_eq!(is_master_role(&spec(types), t, i), want, "{types:?} {t} {i}");
+            assert_eq!(
+                is_master_role(&spec(types), t, i),
+                want,
+                "{types:?} {t} {i}"
+            );
         }
     }
 
