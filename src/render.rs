@@ -7,7 +7,8 @@ use serde::Serialize;
 use crate::crd::TFJob;
 use crate::crd::defaults::with_defaults;
 use crate::crd::validation::{parse_tfjob, validate};
-use crate::reconcile::desired::{pod, service};
+use crate::reconcile::desired::{pod, service, template_sets_restart_policy};
+use crate::reconcile::labels::job_name;
 
 /// Suffix standing in for the random one the API server appends to `generateName`.
 pub const GENERATED_SUFFIX: &str = "xxxxx";
@@ -76,6 +77,13 @@ fn job_children(
         job.metadata.name = Some(name);
     }
     validate(&job).map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    if template_sets_restart_policy(&job) {
+        // The operator reports this once per job as a `SetPodTemplateRestartPolicy` Warning.
+        notes.push_str(&format!(
+            "# {}: a template sets restartPolicy; the replica's restartPolicy (default Never) replaces it\n",
+            job_name(&job)
+        ));
+    }
     job.spec = with_defaults(&job.spec);
     Ok(children_of(&job, cluster_domain))
 }
