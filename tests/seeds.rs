@@ -361,3 +361,56 @@ fn legacy_master_seed_is_the_chief() {
         "replica policy (default Never) overrides the template's OnFailure"
     );
 }
+
+#[test]
+fn every_example_renders() {
+    let examples = [
+        ("simple.yaml", include_str!("../examples/simple.yaml"), 2),
+        (
+            "tf_job_gcp_secret.yaml",
+            include_str!("../examples/tf_job_gcp_secret.yaml"),
+            2,
+        ),
+        (
+            "tf_job_gpu.yaml",
+            include_str!("../examples/tf_job_gpu.yaml"),
+            2,
+        ),
+        (
+            "tf_job_master_v1beta1.yaml",
+            include_str!("../examples/tf_job_master_v1beta1.yaml"),
+            1,
+        ),
+        (
+            "tf_job_mnist.yaml",
+            include_str!("../examples/tf_job_mnist.yaml"),
+            1,
+        ),
+        (
+            "tf_job_ps_worker.yaml",
+            include_str!("../examples/tf_job_ps_worker.yaml"),
+            4,
+        ),
+    ];
+    for (file, yaml, replicas) in examples {
+        assert_eq!(rendered(yaml).len(), 2 * replicas, "{file}");
+    }
+    let mnist = rendered(include_str!("../examples/tf_job_mnist.yaml"));
+    assert_eq!(
+        mnist[0]["metadata"]["name"], "mnist-worker-0",
+        "the name §10 of the contract uses"
+    );
+    let job: Value =
+        serde_saphyr::from_multiple::<Value>(include_str!("../examples/tf_job_mnist.yaml"))
+            .unwrap()[1]
+            .clone();
+    assert_eq!(
+        parse_tfjob(job)
+            .unwrap()
+            .spec
+            .run_policy
+            .unwrap()
+            .clean_pod_policy,
+        Some(tfjob_operator::crd::CleanPodPolicy::None)
+    );
+}
