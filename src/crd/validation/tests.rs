@@ -91,7 +91,7 @@ fn one_error_per_rule() {
         ),
         (
             "child names fit in 63 characters",
-            job_with(&long, &[w1.clone()]),
+            job_with(&long, std::slice::from_ref(&w1)),
             vec![&long_error],
         ),
         (
