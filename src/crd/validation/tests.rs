@@ -306,6 +306,11 @@ fn parse_names_the_wrong_field() {
             "unknown variant `Some`",
         ),
         (
+            format!("{BASE}  successPolicy: AnyWorker\n"),
+            "spec.successPolicy",
+            "unknown variant `AnyWorker`",
+        ),
+        (
             "metadata: {name: x}\nspec: {}".to_string(),
             "spec",
             "missing field `tfReplicaSpecs`",
