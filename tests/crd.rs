@@ -231,6 +231,7 @@ fn cel_rules_on_replica_types() {
 }
 
 #[test]
+#[allow(clippy::type_complexity)] // a table of cases
 fn cel_managed_by_is_immutable() {
     let specs = || json!({"Worker": replica(1)});
     let kueue = Some(json!({"managedBy": "kueue.x-k8s.io/multikueue"}));

@@ -180,6 +180,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)] // a table of cases
     fn port_defaulting_table() {
         let tf_port = port(Some(TF_PORT_NAME), TF_DEFAULT_PORT);
         let cases: Vec<(&str, Vec<Container>, Vec<Vec<ContainerPort>>)> = vec![

@@ -220,6 +220,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)] // a table of cases
     fn standard_format_table() {
         let dist = job(
             "d",

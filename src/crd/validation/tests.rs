@@ -91,7 +91,7 @@ fn one_error_per_rule() {
         ),
         (
             "child names fit in 63 characters",
-            job_with(&long, &[w1.clone()]),
+            job_with(&long, std::slice::from_ref(&w1)),
             vec![&long_error],
         ),
         (
@@ -304,6 +304,11 @@ fn parse_names_the_wrong_field() {
             format!("{BASE}  runPolicy: {{cleanPodPolicy: Some}}\n"),
             "spec.runPolicy.cleanPodPolicy",
             "unknown variant `Some`",
+        ),
+        (
+            format!("{BASE}  successPolicy: AnyWorker\n"),
+            "spec.successPolicy",
+            "unknown variant `AnyWorker`",
         ),
         (
             "metadata: {name: x}\nspec: {}".to_string(),
