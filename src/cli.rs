@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::settings::RunArgs;
+
 /// Runs Kubeflow TFJobs (kubeflow.org/v1) on Kubernetes.
 #[derive(Debug, Parser)]
 #[command(name = "tfjob-operator", version, about)]
@@ -20,7 +22,8 @@ pub enum Command {
     /// Print the pods and services the operator would create for a TFJob, or its
     /// validation errors (exit code 1).
     Render(RenderArgs),
-    // ---- `run` (the controller) goes here; added with the controller. ----
+    /// Run the controller: watch TFJobs and run their pods and services.
+    Run(Box<RunArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -63,6 +66,35 @@ mod tests {
             panic!("not render")
         };
         assert!(!args.reads_stdin());
+    }
+
+    #[test]
+    fn run_flags_have_the_documented_defaults() {
+        let Command::Run(args) = Cli::parse_from(["tfjob-operator", "run"]).command else {
+            panic!("not run")
+        };
+        assert!(
+            args.concurrency > 1,
+            "Kubeflow's concurrency of 1 is a scale complaint"
+        );
+        assert!(!args.leader_elect);
+        assert_eq!(args.metrics_bind_address, ":8080");
+        assert_eq!(args.health_probe_bind_address, ":8081");
+        let Command::Run(args) = Cli::parse_from([
+            "tfjob-operator",
+            "run",
+            "--namespace",
+            "a",
+            "--namespace",
+            "b,c",
+            "--leader-elect",
+        ])
+        .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(args.namespaces, ["a", "b", "c"]);
+        assert!(args.leader_elect);
     }
 
     #[test]

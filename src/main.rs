@@ -9,13 +9,32 @@ use clap::Parser;
 use tfjob_operator::cli::{Cli, Command, RenderArgs};
 use tfjob_operator::crd::schema::crd_yaml;
 use tfjob_operator::render::render;
+use tfjob_operator::settings::RunArgs;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd => print(&crd_yaml()),
         Command::Render(args) => render_command(&args),
-        // ---- `Command::Run` (the controller) is dispatched here. ----
+        Command::Run(args) => run_command(*args),
+    }
+}
+
+fn run_command(args: RunArgs) -> ExitCode {
+    tfjob_operator::telemetry::init(args.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(tfjob_operator::operator::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -402,7 +402,7 @@ fn every_example_renders() {
     );
     let job: Value =
         serde_saphyr::from_multiple::<Value>(include_str!("../examples/tf_job_mnist.yaml"))
-            .unwrap()[1]
+            .unwrap()[0]
             .clone();
     assert_eq!(
         parse_tfjob(job)
