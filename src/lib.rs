@@ -5,5 +5,12 @@
 #![forbid(unsafe_code)]
 
 pub mod crd;
+pub mod error;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod operator;
 pub mod reconcile;
 pub mod render;
+pub mod settings;
+pub mod telemetry;

@@ -1,1 +1,3 @@
 //! tfjob-sim: an in-memory Kubernetes API server and pod simulator.
+pub mod kubelet;
+pub mod schema;

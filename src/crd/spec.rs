@@ -48,7 +48,9 @@ pub struct TFJobSpec {
 }
 
 /// The five TensorFlow replica types, in Kubeflow's canonical spelling.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 pub enum ReplicaType {
     Chief,
     Master,
@@ -59,7 +61,13 @@ pub enum ReplicaType {
 }
 
 impl ReplicaType {
-    pub const ALL: [ReplicaType; 5] = [Self::Chief, Self::Master, Self::Ps, Self::Worker, Self::Evaluator];
+    pub const ALL: [ReplicaType; 5] = [
+        Self::Chief,
+        Self::Master,
+        Self::Ps,
+        Self::Worker,
+        Self::Evaluator,
+    ];
 
     /// Kubeflow's canonical key: `Chief`, `Master`, `PS`, `Worker`, `Evaluator`.
     pub fn as_str(self) -> &'static str {
@@ -85,7 +93,9 @@ impl ReplicaType {
 
     /// Case-insensitive parse of a `tfReplicaSpecs` key (`worker`, `PS`, `MASTER`...).
     pub fn parse(key: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str().eq_ignore_ascii_case(key))
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(key))
     }
 
     /// Chief and Master are the same role under two names.
@@ -124,7 +134,10 @@ impl ReplicaSpecs {
 
 impl FromIterator<(ReplicaType, ReplicaSpec)> for ReplicaSpecs {
     fn from_iter<I: IntoIterator<Item = (ReplicaType, ReplicaSpec)>>(iter: I) -> Self {
-        Self { specs: iter.into_iter().collect(), rejected_keys: Vec::new() }
+        Self {
+            specs: iter.into_iter().collect(),
+            rejected_keys: Vec::new(),
+        }
     }
 }
 

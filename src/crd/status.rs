@@ -51,7 +51,9 @@ pub struct JobCondition {
 }
 
 /// Condition types, Kubeflow's spelling.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 pub enum ConditionType {
     Created,
     Running,
