@@ -20,8 +20,7 @@ pub fn missing(view: &JobView<'_>, children: &Children) -> (Vec<Pod>, Vec<Servic
         if !children.pods.contains_key(&(t, i)) && !children.foreign_pods.contains(&name) {
             pods.push(desired::pod(view.job, t, i, view.cluster_domain));
         }
-        if !children.services.contains_key(&(t, i)) && !children.foreign_services.contains(&name)
-        {
+        if !children.services.contains_key(&(t, i)) && !children.foreign_services.contains(&name) {
             services.push(desired::service(view.job, t, i));
         }
     }
@@ -31,7 +30,16 @@ pub fn missing(view: &JobView<'_>, children: &Children) -> (Vec<Pod>, Vec<Servic
 /// Owned pods and services of replicas the spec no longer asks for. Deleting them is a
 /// scale-down, never a failure: they are not counted anywhere.
 pub fn surplus(view: &JobView<'_>, children: &Children) -> (Vec<Deletion>, Vec<Deletion>) {
-    let pods = children.pods.iter().filter(|(k, p)| !view.wants(**k) && !p.terminating);
-    let services = children.services.iter().filter(|(k, s)| !view.wants(**k) && !s.terminating);
-    (pods.map(|(_, p)| p.deletion()).collect(), services.map(|(_, s)| s.deletion()).collect())
+    let pods = children
+        .pods
+        .iter()
+        .filter(|(k, p)| !view.wants(**k) && !p.terminating);
+    let services = children
+        .services
+        .iter()
+        .filter(|(k, s)| !view.wants(**k) && !s.terminating);
+    (
+        pods.map(|(_, p)| p.deletion()).collect(),
+        services.map(|(_, s)| s.deletion()).collect(),
+    )
 }

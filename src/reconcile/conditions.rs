@@ -33,8 +33,17 @@ pub struct Wanted<'a> {
 
 impl<'a> Wanted<'a> {
     pub fn new(type_: ConditionType, status: bool, reason: &'a str, message: String) -> Self {
-        let status = if status { ConditionStatus::True } else { ConditionStatus::False };
-        Self { type_, status, reason, message }
+        let status = if status {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        Self {
+            type_,
+            status,
+            reason,
+            message,
+        }
     }
 }
 
@@ -129,18 +138,30 @@ mod tests {
         for case in cases {
             let mut conds = Vec::new();
             for (i, (t, s)) in case.before.iter().enumerate() {
-                set(&mut conds, Wanted::new(*t, *s, "R", "m".into()), at(i as i64));
+                set(
+                    &mut conds,
+                    Wanted::new(*t, *s, "R", "m".into()),
+                    at(i as i64),
+                );
             }
             let before = conds.clone();
-            let flipped =
-                set(&mut conds, Wanted::new(case.set.0, case.set.1, "New", "new".into()), at(100));
+            let flipped = set(
+                &mut conds,
+                Wanted::new(case.set.0, case.set.1, "New", "new".into()),
+                at(100),
+            );
             assert_eq!(flipped, case.flipped, "{}", case.name);
             assert_eq!(types(&conds), case.after, "{}", case.name);
             if !flipped {
                 assert_eq!(conds, before, "{}: nothing may change", case.name);
             } else {
                 let last = conds.last().unwrap();
-                assert_eq!(last.last_transition_time, Some(Time(at(100))), "{}", case.name);
+                assert_eq!(
+                    last.last_transition_time,
+                    Some(Time(at(100))),
+                    "{}",
+                    case.name
+                );
                 assert_eq!(last.reason.as_deref(), Some("New"), "{}", case.name);
             }
         }
@@ -155,7 +176,11 @@ mod tests {
             (Running, true, false),
         ] {
             let mut status = TFJobStatus::default();
-            set(&mut status.conditions, Wanted::new(t, s, "R", String::new()), at(0));
+            set(
+                &mut status.conditions,
+                Wanted::new(t, s, "R", String::new()),
+                at(0),
+            );
             assert_eq!(is_finished(&status), want, "{t:?}={s}");
         }
     }

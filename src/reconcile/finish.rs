@@ -6,8 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::conditions::{self, Wanted};
 use super::plan::{Deletion, EventNote};
-use super::view::JobView;
 use super::replicas::{Children, Phase};
+use super::view::JobView;
 use crate::crd::{
     CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
     ReplicaType, SuccessPolicy, TFJobStatus,
@@ -17,7 +17,10 @@ use crate::crd::{
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Cause {
     /// `n` replicas of type `t` failed permanently.
-    Replicas { t: ReplicaType, n: i32 },
+    Replicas {
+        t: ReplicaType,
+        n: i32,
+    },
     BackoffLimit,
     Deadline,
     /// The spec can never run; the message lists every problem.
@@ -67,12 +70,23 @@ fn deadline_message(name: &str) -> String {
 /// held against the pod), or under AllWorkers every worker Succeeded. A pod that is being
 /// deleted still counts: it did succeed.
 pub fn succeeded(view: &JobView<'_>, children: &Children) -> bool {
-    let done = |key| children.pods.get(&key).is_some_and(|p| p.phase == Phase::Succeeded);
-    let chief = view.replicas().find(|(t, _)| t.is_chief()).filter(|(_, n)| *n > 0);
+    let done = |key| {
+        children
+            .pods
+            .get(&key)
+            .is_some_and(|p| p.phase == Phase::Succeeded)
+    };
+    let chief = view
+        .replicas()
+        .find(|(t, _)| t.is_chief())
+        .filter(|(_, n)| *n > 0);
     if let Some((t, _)) = chief {
         return done((t, 0));
     }
-    let workers = view.replicas().find(|(t, _)| *t == ReplicaType::Worker).map_or(0, |(_, n)| n);
+    let workers = view
+        .replicas()
+        .find(|(t, _)| *t == ReplicaType::Worker)
+        .map_or(0, |(_, n)| n);
     if workers == 0 {
         return false;
     }
@@ -93,14 +107,22 @@ pub fn conclude(view: &JobView<'_>, status: &mut TFJobStatus, verdict: &Verdict)
     let now: Timestamp = view.now;
     for t in [ConditionType::Running, ConditionType::Restarting] {
         if conditions::is_true(&status.conditions, t) {
-            conditions::set(&mut status.conditions, Wanted::new(t, false, reason, message.clone()), now);
+            conditions::set(
+                &mut status.conditions,
+                Wanted::new(t, false, reason, message.clone()),
+                now,
+            );
         }
     }
     let terminal = match verdict {
         Verdict::Succeeded => ConditionType::Succeeded,
         Verdict::Failed(_) => ConditionType::Failed,
     };
-    conditions::set(&mut status.conditions, Wanted::new(terminal, true, reason, message.clone()), now);
+    conditions::set(
+        &mut status.conditions,
+        Wanted::new(terminal, true, reason, message.clone()),
+        now,
+    );
     status.completion_time = Some(Time(now));
     if *verdict == Verdict::Succeeded {
         for counts in status.replica_statuses.values_mut() {
@@ -148,7 +170,12 @@ pub fn cleanup(
         }
     }
     if policy == CleanPodPolicy::All {
-        services = children.services.values().filter(|s| !s.terminating).map(|s| s.deletion()).collect();
+        services = children
+            .services
+            .values()
+            .filter(|s| !s.terminating)
+            .map(|s| s.deletion())
+            .collect();
     }
     (pods, services)
 }

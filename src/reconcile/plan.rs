@@ -53,11 +53,19 @@ pub struct EventNote {
 
 impl EventNote {
     pub fn normal(reason: &str, message: String) -> Self {
-        Self { type_: EventType::Normal, reason: reason.to_string(), message }
+        Self {
+            type_: EventType::Normal,
+            reason: reason.to_string(),
+            message,
+        }
     }
 
     pub fn warning(reason: &str, message: String) -> Self {
-        Self { type_: EventType::Warning, reason: reason.to_string(), message }
+        Self {
+            type_: EventType::Warning,
+            reason: reason.to_string(),
+            message,
+        }
     }
 }
 
@@ -88,7 +96,11 @@ pub const REASON_DELETE_JOB: &str = "SuccessfulDeleteJob";
 /// deleted get an empty plan and no status: the first are someone else's, the second are
 /// left to garbage collection. A finished job only cleans up and waits for its TTL.
 pub fn plan(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Settings) -> Plan {
-    let managed_elsewhere = job.spec.run_policy.as_ref().and_then(|r| r.managed_by.as_deref())
+    let managed_elsewhere = job
+        .spec
+        .run_policy
+        .as_ref()
+        .and_then(|r| r.managed_by.as_deref())
         == Some(MANAGED_BY_MULTIKUEUE);
     if managed_elsewhere || job.metadata.deletion_timestamp.is_some() {
         return Plan::default();
@@ -96,13 +108,16 @@ pub fn plan(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     let view = JobView::new(job, now, settings);
     let children = replicas::observe(job, observed);
     let mut status = job.status.clone().unwrap_or_default();
-    let mut out =
-        Plan { events: children.foreign_events(view.namespace, view.name), ..Plan::default() };
+    let mut out = Plan {
+        events: children.foreign_events(view.namespace, view.name),
+        ..Plan::default()
+    };
     if !conditions::is_finished(&status) {
         match invalid(job) {
             Some(errors) => {
                 let verdict = Verdict::Failed(Cause::Validation(errors));
-                out.events.push(finish::conclude(&view, &mut status, &verdict));
+                out.events
+                    .push(finish::conclude(&view, &mut status, &verdict));
             }
             None => run(&view, &children, &mut status, &mut out),
         }
@@ -121,7 +136,11 @@ pub fn plan(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
 fn invalid(job: &TFJob) -> Option<String> {
     let errors: Vec<String> = match validate(job) {
         Err(errors) => errors.iter().map(ToString::to_string).collect(),
-        Ok(()) => job.spec.tf_replica_specs.rejected_keys.iter()
+        Ok(()) => job
+            .spec
+            .tf_replica_specs
+            .rejected_keys
+            .iter()
             .map(|k| format!("spec.tfReplicaSpecs[{k}]: Unsupported value: {k:?}"))
             .collect(),
     };
@@ -134,7 +153,8 @@ fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &
     let recorded = counts::recorded_restarts(&status.replica_statuses);
     if view.suspended() {
         suspend::suspend(view, children, status, out);
-        status.replica_statuses = counts::replica_statuses(view, children, &recorded, false);
+        status.replica_statuses =
+            counts::replica_statuses(view, children, &recorded, &out.delete_pods);
         return;
     }
     let started = status.start_time.is_some() && !suspend::resume(view, status, out);
@@ -149,11 +169,13 @@ fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &
         (timers::deadline(view, status) == Timer::Due).then_some(Verdict::Failed(Cause::Deadline))
     };
     let Some(verdict) = verdict else {
-        status.replica_statuses = counts::replica_statuses(view, children, &scan.counts, true);
+        let restarted: Vec<_> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
+        status.replica_statuses =
+            counts::replica_statuses(view, children, &scan.counts, &restarted);
         out.events.extend(scan.events);
         return advance(view, children, &scan.restarts, status, out);
     };
-    status.replica_statuses = counts::replica_statuses(view, children, &recorded, true);
+    status.replica_statuses = counts::replica_statuses(view, children, &recorded, &[]);
     if scan.failure.is_some() && matches!(verdict, Verdict::Failed(_)) {
         out.events.extend(scan.events);
     }
@@ -164,7 +186,12 @@ fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &
 /// policies (emitted with the condition, so once per job).
 fn created(view: &JobView<'_>, status: &mut TFJobStatus, out: &mut Plan) {
     let message = format!("TFJob {} is created.", view.name);
-    let wanted = Wanted::new(ConditionType::Created, true, REASON_CREATED, message.clone());
+    let wanted = Wanted::new(
+        ConditionType::Created,
+        true,
+        REASON_CREATED,
+        message.clone(),
+    );
     if !conditions::set(&mut status.conditions, wanted, view.now) {
         return;
     }
@@ -173,7 +200,8 @@ fn created(view: &JobView<'_>, status: &mut TFJobStatus, out: &mut Plan) {
         let message = "Restart policy in pod template is overridden by the replica's \
                        restartPolicy"
             .to_string();
-        out.events.push(EventNote::warning(REASON_SET_RESTART_POLICY, message));
+        out.events
+            .push(EventNote::warning(REASON_SET_RESTART_POLICY, message));
     }
 }
 
@@ -211,7 +239,8 @@ fn finished(view: &JobView<'_>, children: &Children, status: &TFJobStatus, out: 
                 "Deleted TFJob {}/{}: ttlSecondsAfterFinished expired",
                 view.namespace, view.name
             );
-            out.events.push(EventNote::normal(REASON_DELETE_JOB, message));
+            out.events
+                .push(EventNote::normal(REASON_DELETE_JOB, message));
         }
         Timer::At(at) => out.requeue_at = Some(at),
         Timer::Off => {}

@@ -51,7 +51,10 @@ pub struct ChildPod {
 impl ChildPod {
     /// Delete precondition on uid: never deletes a newer pod of the same name.
     pub fn deletion(&self) -> Deletion {
-        Deletion { name: self.name.clone(), uid: self.uid.clone() }
+        Deletion {
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+        }
     }
 }
 
@@ -75,7 +78,10 @@ pub struct ChildService {
 
 impl ChildService {
     pub fn deletion(&self) -> Deletion {
-        Deletion { name: self.name.clone(), uid: self.uid.clone() }
+        Deletion {
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+        }
     }
 }
 
@@ -129,9 +135,14 @@ pub fn observe(job: &TFJob, observed: &Observed) -> Children {
             children.foreign_pods.insert(name);
             continue;
         }
-        let Some(key) = meta.labels.as_ref().and_then(replica_of) else { continue };
+        let Some(key) = meta.labels.as_ref().and_then(replica_of) else {
+            continue;
+        };
         let child = child_pod(pod, name);
-        let keep = children.pods.get(&key).is_none_or(|old| child.name < old.name);
+        let keep = children
+            .pods
+            .get(&key)
+            .is_none_or(|old| child.name < old.name);
         if keep {
             children.pods.insert(key, child);
         }
@@ -143,13 +154,19 @@ pub fn observe(job: &TFJob, observed: &Observed) -> Children {
             children.foreign_services.insert(name);
             continue;
         }
-        let Some(key) = meta.labels.as_ref().and_then(replica_of) else { continue };
+        let Some(key) = meta.labels.as_ref().and_then(replica_of) else {
+            continue;
+        };
         let child = ChildService {
             name,
             uid: meta.uid.clone(),
             terminating: meta.deletion_timestamp.is_some(),
         };
-        if children.services.get(&key).is_none_or(|old| child.name < old.name) {
+        if children
+            .services
+            .get(&key)
+            .is_none_or(|old| child.name < old.name)
+        {
             children.services.insert(key, child);
         }
     }
@@ -175,8 +192,9 @@ fn child_pod(pod: &Pod, name: String) -> ChildPod {
         Some("Failed") => Phase::Failed,
         _ => Phase::Unknown,
     };
-    let containers: &[ContainerStatus] =
-        status.and_then(|s| s.container_statuses.as_deref()).unwrap_or(&[]);
+    let containers: &[ContainerStatus] = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or(&[]);
     ChildPod {
         name,
         uid: pod.metadata.uid.clone(),
@@ -264,7 +282,13 @@ mod tests {
             },
         ];
         for case in cases {
-            let children = observe(&j, &Observed { pods: vec![case.pod], services: vec![] });
+            let children = observe(
+                &j,
+                &Observed {
+                    pods: vec![case.pod],
+                    services: vec![],
+                },
+            );
             let got = children.pods.get(&(Worker, 0)).expect(case.name);
             assert_eq!(got.phase, case.phase, "{}", case.name);
             assert_eq!(got.terminating, case.terminating, "{}", case.name);
@@ -279,7 +303,10 @@ mod tests {
         let observed = Observed {
             pods: vec![
                 pod(&j, Worker, 0).running().build(),
-                pod(&j, Worker, 1).running().owner_uid(Some("other")).build(),
+                pod(&j, Worker, 1)
+                    .running()
+                    .owner_uid(Some("other"))
+                    .build(),
             ],
             services: vec![service(&j, Worker, 0), {
                 let mut s = service(&j, Worker, 1);
@@ -289,7 +316,10 @@ mod tests {
         };
         let children = observe(&j, &observed);
         assert_eq!(children.pods.keys().collect::<Vec<_>>(), vec![&(Worker, 0)]);
-        assert_eq!(children.services.keys().collect::<Vec<_>>(), vec![&(Worker, 0)]);
+        assert_eq!(
+            children.services.keys().collect::<Vec<_>>(),
+            vec![&(Worker, 0)]
+        );
         let events = children.foreign_events("ns", "j");
         let messages: Vec<_> = events.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::finish::Cause;
 use super::labels::child_name;
 use super::plan::{Deletion, EventNote};
-use super::view::JobView;
 use super::replicas::{ChildPod, Children, Key, Phase};
+use super::view::JobView;
 use crate::crd::{ReplicaType, RestartPolicy};
 
 /// Event reason naming a failed pod and its exit code.
@@ -92,10 +92,17 @@ pub fn scan(
 ) -> FailureScan {
     let limit = view.run_policy.backoff_limit;
     let over_limit = |n: i64| limit.is_some_and(|l| n > i64::from(l));
-    let live_kubelet: i64 =
-        children.pods.values().filter(|p| !p.terminating).map(|p| i64::from(p.restart_count)).sum();
+    let live_kubelet: i64 = children
+        .pods
+        .values()
+        .filter(|p| !p.terminating)
+        .map(|p| i64::from(p.restart_count))
+        .sum();
     let mut job_restarts = counts.values().map(|&c| i64::from(c)).sum::<i64>() + live_kubelet;
-    let mut scan = FailureScan { counts: counts.clone(), ..FailureScan::default() };
+    let mut scan = FailureScan {
+        counts: counts.clone(),
+        ..FailureScan::default()
+    };
     let mut permanent = BTreeMap::<ReplicaType, i32>::new();
     let mut first_failure: Option<Option<ReplicaType>> = None; // Some(None) = backoff
     let mut restart_events = Vec::new();
@@ -114,7 +121,10 @@ pub fn scan(
             Some(Candidate::Restart(pod)) => {
                 job_restarts += 1;
                 *scan.counts.entry(t).or_default() += 1 + pod.map_or(0, |p| p.restart_count);
-                scan.restarts.push(Restart { key: (t, i), pod: pod.map(ChildPod::deletion) });
+                scan.restarts.push(Restart {
+                    key: (t, i),
+                    pod: pod.map(ChildPod::deletion),
+                });
                 restart_events.extend(pod.and_then(|p| exited_event(view.namespace, p)));
             }
         }
@@ -123,7 +133,10 @@ pub fn scan(
         first_failure = Some(None);
     }
     scan.failure = first_failure.map(|f| match f {
-        Some(t) => Cause::Replicas { t, n: permanent.get(&t).copied().unwrap_or(0) },
+        Some(t) => Cause::Replicas {
+            t,
+            n: permanent.get(&t).copied().unwrap_or(0),
+        },
         None => Cause::BackoffLimit,
     });
     if scan.failure.is_some() {
@@ -181,12 +194,23 @@ mod tests {
         let permanent = [0, 1, 2, 126, 127, 128, 139];
         let retryable = [130, 137, 138, 143, 255, 129, 200];
         for code in permanent {
-            assert_eq!(classify(RestartPolicy::ExitCode, Some(code)), FailureClass::Permanent, "{code}");
+            assert_eq!(
+                classify(RestartPolicy::ExitCode, Some(code)),
+                FailureClass::Permanent,
+                "{code}"
+            );
         }
         for code in retryable {
-            assert_eq!(classify(RestartPolicy::ExitCode, Some(code)), FailureClass::Retryable, "{code}");
+            assert_eq!(
+                classify(RestartPolicy::ExitCode, Some(code)),
+                FailureClass::Retryable,
+                "{code}"
+            );
         }
-        assert_eq!(classify(RestartPolicy::ExitCode, None), FailureClass::Retryable);
+        assert_eq!(
+            classify(RestartPolicy::ExitCode, None),
+            FailureClass::Retryable
+        );
     }
 
     #[test]

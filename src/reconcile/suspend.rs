@@ -13,9 +13,20 @@ use crate::crd::{ConditionType, REASON_RESUMED, REASON_SUSPENDED, TFJobStatus};
 /// all with reason TFJobSuspended. `startTime` is kept (a job created suspended has none);
 /// resuming resets it. One event per transition: only when Suspended flips.
 pub fn suspend(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &mut Plan) {
-    out.delete_pods.extend(children.pods.values().filter(|p| !p.terminating).map(|p| p.deletion()));
-    out.delete_services
-        .extend(children.services.values().filter(|s| !s.terminating).map(|s| s.deletion()));
+    out.delete_pods.extend(
+        children
+            .pods
+            .values()
+            .filter(|p| !p.terminating)
+            .map(|p| p.deletion()),
+    );
+    out.delete_services.extend(
+        children
+            .services
+            .values()
+            .filter(|s| !s.terminating)
+            .map(|s| s.deletion()),
+    );
     let message = format!("TFJob {} is suspended.", view.name);
     for t in [ConditionType::Running, ConditionType::Restarting] {
         if conditions::is_true(&status.conditions, t) {
@@ -23,9 +34,15 @@ pub fn suspend(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus
             conditions::set(&mut status.conditions, wanted, view.now);
         }
     }
-    let wanted = Wanted::new(ConditionType::Suspended, true, REASON_SUSPENDED, message.clone());
+    let wanted = Wanted::new(
+        ConditionType::Suspended,
+        true,
+        REASON_SUSPENDED,
+        message.clone(),
+    );
     if conditions::set(&mut status.conditions, wanted, view.now) {
-        out.events.push(EventNote::normal(REASON_SUSPENDED, message));
+        out.events
+            .push(EventNote::normal(REASON_SUSPENDED, message));
     }
 }
 
@@ -38,7 +55,12 @@ pub fn resume(view: &JobView<'_>, status: &mut TFJobStatus, out: &mut Plan) -> b
         return false;
     }
     let message = format!("TFJob {} is resumed.", view.name);
-    let wanted = Wanted::new(ConditionType::Suspended, false, REASON_RESUMED, message.clone());
+    let wanted = Wanted::new(
+        ConditionType::Suspended,
+        false,
+        REASON_RESUMED,
+        message.clone(),
+    );
     conditions::set(&mut status.conditions, wanted, view.now);
     status.start_time = Some(Time(view.now));
     out.events.push(EventNote::normal(REASON_RESUMED, message));

@@ -3,8 +3,8 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec,
-    PodStatus, PodTemplateSpec, Service,
+    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus,
+    PodTemplateSpec, Service,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
@@ -30,16 +30,35 @@ pub fn job(name: &str, replicas: &[(ReplicaType, i32, RestartPolicy)]) -> TFJob 
     let specs = replicas
         .iter()
         .map(|&(t, n, policy)| {
-            let container =
-                Container { name: "tensorflow".into(), image: Some("img".into()), ..Default::default() };
+            let container = Container {
+                name: "tensorflow".into(),
+                image: Some("img".into()),
+                ..Default::default()
+            };
             let template = PodTemplateSpec {
                 metadata: None,
-                spec: Some(PodSpec { containers: vec![container], ..Default::default() }),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    ..Default::default()
+                }),
             };
-            (t, ReplicaSpec { replicas: Some(n), template, restart_policy: Some(policy) })
+            (
+                t,
+                ReplicaSpec {
+                    replicas: Some(n),
+                    template,
+                    restart_policy: Some(policy),
+                },
+            )
         })
         .collect();
-    let mut job = TFJob::new(name, TFJobSpec { tf_replica_specs: specs, ..Default::default() });
+    let mut job = TFJob::new(
+        name,
+        TFJobSpec {
+            tf_replica_specs: specs,
+            ..Default::default()
+        },
+    );
     job.metadata.namespace = Some(NS.into());
     job.metadata.uid = Some(JOB_UID.into());
     job
@@ -65,7 +84,12 @@ fn child_meta(job: &TFJob, t: ReplicaType, i: i32) -> ObjectMeta {
         name: Some(child_name(&name, t, i)),
         namespace: Some(NS.into()),
         uid: Some(format!("uid-{}", child_name(&name, t, i))),
-        labels: Some(labels.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
+        labels: Some(
+            labels
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        ),
         owner_references: Some(vec![owner]),
         ..Default::default()
     }
@@ -73,12 +97,18 @@ fn child_meta(job: &TFJob, t: ReplicaType, i: i32) -> ObjectMeta {
 
 /// An owned service of replica (t, i).
 pub fn service(job: &TFJob, t: ReplicaType, i: i32) -> Service {
-    Service { metadata: child_meta(job, t, i), ..Default::default() }
+    Service {
+        metadata: child_meta(job, t, i),
+        ..Default::default()
+    }
 }
 
 /// Builds an owned pod of replica (t, i); phase and container state set by the methods.
 pub fn pod(job: &TFJob, t: ReplicaType, i: i32) -> PodBuilder {
-    PodBuilder(Pod { metadata: child_meta(job, t, i), ..Default::default() })
+    PodBuilder(Pod {
+        metadata: child_meta(job, t, i),
+        ..Default::default()
+    })
 }
 
 pub struct PodBuilder(Pod);
@@ -89,9 +119,15 @@ impl PodBuilder {
     }
 
     fn tf(&mut self) -> &mut ContainerStatus {
-        let statuses = self.status().container_statuses.get_or_insert_with(Vec::new);
+        let statuses = self
+            .status()
+            .container_statuses
+            .get_or_insert_with(Vec::new);
         if statuses.is_empty() {
-            statuses.push(ContainerStatus { name: "tensorflow".into(), ..Default::default() });
+            statuses.push(ContainerStatus {
+                name: "tensorflow".into(),
+                ..Default::default()
+            });
         }
         &mut statuses[0]
     }
@@ -149,7 +185,12 @@ impl PodBuilder {
     pub fn owner_uid(mut self, uid: Option<&str>) -> Self {
         let refs = self.0.metadata.owner_references.take().unwrap_or_default();
         self.0.metadata.owner_references = uid.map(|uid| {
-            refs.into_iter().map(|r| OwnerReference { uid: uid.into(), ..r }).collect()
+            refs.into_iter()
+                .map(|r| OwnerReference {
+                    uid: uid.into(),
+                    ..r
+                })
+                .collect()
         });
         self
     }
@@ -161,7 +202,10 @@ impl PodBuilder {
 
 fn terminated(code: i32) -> ContainerState {
     ContainerState {
-        terminated: Some(ContainerStateTerminated { exit_code: code, ..Default::default() }),
+        terminated: Some(ContainerStateTerminated {
+            exit_code: code,
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }

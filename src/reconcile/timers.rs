@@ -32,7 +32,9 @@ pub fn ttl(view: &JobView<'_>, status: &TFJobStatus) -> Timer {
 }
 
 fn timer(view: &JobView<'_>, from: Option<&Time>, seconds: Option<i64>) -> Timer {
-    let (Some(Time(from)), Some(seconds)) = (from, seconds) else { return Timer::Off };
+    let (Some(Time(from)), Some(seconds)) = (from, seconds) else {
+        return Timer::Off;
+    };
     if view.suspended() {
         return Timer::Off;
     }

@@ -49,22 +49,32 @@ impl<'a> JobView<'a> {
     }
 
     pub fn restart_policy(&self, t: ReplicaType) -> RestartPolicy {
-        self.spec.tf_replica_specs.get(t).and_then(|s| s.restart_policy).unwrap_or_default()
+        self.spec
+            .tf_replica_specs
+            .get(t)
+            .and_then(|s| s.restart_policy)
+            .unwrap_or_default()
     }
 
     /// Each replica type of the spec with its replica count, in canonical type order.
     pub fn replicas(&self) -> impl Iterator<Item = (ReplicaType, i32)> + '_ {
-        self.spec.tf_replica_specs.iter().map(|(t, s)| (t, replica_count(s)))
+        self.spec
+            .tf_replica_specs
+            .iter()
+            .map(|(t, s)| (t, replica_count(s)))
     }
 
     /// Every replica the spec asks for, in (type, index) order: the order in which
     /// failures are decided, so one pass always decides the same way.
     pub fn keys(&self) -> Vec<Key> {
-        self.replicas().flat_map(|(t, n)| (0..n).map(move |i| (t, i))).collect()
+        self.replicas()
+            .flat_map(|(t, n)| (0..n).map(move |i| (t, i)))
+            .collect()
     }
 
     /// Whether the spec asks for this replica (false for surplus after a scale-down).
     pub fn wants(&self, (t, i): Key) -> bool {
-        self.replicas().any(|(rt, n)| rt == t && (0..n).contains(&i))
+        self.replicas()
+            .any(|(rt, n)| rt == t && (0..n).contains(&i))
     }
 }
