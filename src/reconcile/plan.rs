@@ -1,5 +1,30 @@
 //! The decision core: given a job, what was observed for it and `now`, decide the actions
 //! and the new status. Pure: no I/O, no clock, no environment.
+//!
+//! `plan` only composes the rules, each in its own module: `replicas` (what was observed),
+//! `restarts` (exit codes, restarts, backoff), `finish` (success, failure, cleanup),
+//! `timers` (deadline, TTL), `suspend`, `progress` (Running/Restarting), `children`
+//! (create, scale down), `counts` (replicaStatuses), `conditions` (the flip rule).
+//!
+//! Decisions beyond the contract's wording:
+//! - Restart counting (DECIDED by the lead): `replicaStatuses[T].restarts` is the durable
+//!   count; a restarted failed pod adds 1 plus its kubelet restarts; a pod deleted from
+//!   outside (its service still there, the job started and not Restarting) adds 1.
+//! - A pod deleted from outside also sets Restarting, exactly like a failed pod: so a
+//!   recreate that keeps failing (quota) after its service was created counts once, and an
+//!   outside deletion while Restarting is not counted at all (it cannot be told apart from
+//!   the pod this operator deleted).
+//! - Restarting stays until every replica has a live pod again, then Running may replace it.
+//! - Pods this pass deletes (restart, suspension) count nowhere in `replicaStatuses`, like
+//!   terminating ones, so the status does not flicker between two passes.
+//! - Validation errors are joined with "; " (one line in events and `kubectl get`).
+//! - Succeeding or failing turns a True Running or Restarting False, with the terminal
+//!   reason and message; Suspension likewise turns a True Restarting False.
+//! - ExitedWithCode is emitted only for pods whose `tensorflow` container has an exit code.
+//! - Objects with the job's labels but another (or no) owner: a Warning `ChildNotOwned`
+//!   on every pass (the controller deduplicates), never touched.
+//! - Failure and restart events are Warnings; created, running, success, suspend, resume
+//!   and TTL deletion are Normal.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};

@@ -28,6 +28,15 @@ struct Case {
     expect: Expect,
 }
 
+/// (type, active, succeeded, failed, restarts) of one replica status.
+type Counts = (
+    ReplicaType,
+    Option<i32>,
+    Option<i32>,
+    Option<i32>,
+    Option<i32>,
+);
+
 /// What a case checks; `None`/empty fields are not checked.
 #[derive(Default)]
 struct Expect {
@@ -46,13 +55,7 @@ struct Expect {
     delete_job: bool,
     requeue_at: Option<Option<Timestamp>>,
     /// (type, active, succeeded, failed, restarts), as Options like the status.
-    counts: Vec<(
-        ReplicaType,
-        Option<i32>,
-        Option<i32>,
-        Option<i32>,
-        Option<i32>,
-    )>,
+    counts: Vec<Counts>,
     /// (type, restarts) alone.
     restarts: Vec<(ReplicaType, Option<i32>)>,
     no_status: bool,
