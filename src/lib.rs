@@ -4,6 +4,7 @@
 //! (and, at its edges, the controller's I/O).
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod crd;
 pub mod error;
 pub mod http;

@@ -131,17 +131,22 @@ mod tests {
     #[test]
     fn exports_kubeflow_metric_names_with_namespace_and_framework() {
         let m = Metrics::default();
-        m.jobs_created.get_or_create(&Metrics::job("team-a")).inc();
+        let labels = Metrics::job("team-a");
+        for family in [
+            &m.jobs_created,
+            &m.jobs_successful,
+            &m.jobs_failed,
+            &m.jobs_restarted,
+            &m.jobs_deleted,
+        ] {
+            family.get_or_create(&labels).inc();
+        }
         let text = m.render();
-        assert!(
-            text.contains(r#"training_operator_jobs_created_total{job_namespace="team-a",framework="tensorflow"} 1"#),
-            "{text}"
-        );
-        for name in ["successful", "failed", "restarted", "deleted"] {
-            assert!(
-                text.contains(&format!("# TYPE training_operator_jobs_{name} counter")),
-                "{name}: {text}"
+        for name in ["created", "successful", "failed", "restarted", "deleted"] {
+            let line = format!(
+                r#"training_operator_jobs_{name}_total{{job_namespace="team-a",framework="tensorflow"}} 1"#
             );
+            assert!(text.contains(&line), "{line} missing from:\n{text}");
         }
     }
 }

@@ -14,6 +14,7 @@ use super::status::TFJobStatus;
 /// A TensorFlow training job: a set of replicas (Chief/Master, PS, Worker, Evaluator).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
+    doc = "TFJob runs a TensorFlow training job (Kubeflow's kubeflow.org/v1 API).",
     group = "kubeflow.org",
     version = "v1",
     kind = "TFJob",
@@ -258,14 +259,19 @@ pub enum CleanPodPolicy {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingPolicy {
+    /// Pods that must be schedulable together (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_available: Option<i32>,
+    /// Scheduler queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
+    /// Resources the whole group needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_resources: Option<BTreeMap<String, Quantity>>,
+    /// PriorityClass of the group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<String>,
+    /// How long the group may wait to be scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_timeout_seconds: Option<i32>,
 }
