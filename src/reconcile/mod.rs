@@ -3,12 +3,24 @@
 //! `controller` (the driver and its watches).
 
 pub mod apply;
+pub mod children;
+pub mod conditions;
 pub mod controller;
+pub mod counts;
 pub mod desired;
 pub mod events;
 pub mod expectations;
+pub mod finish;
 pub mod labels;
 pub mod observe;
 pub mod plan;
+pub mod progress;
+pub mod replicas;
+pub mod restarts;
+pub mod suspend;
+#[cfg(test)]
+pub mod testing;
 pub mod tf_config;
+pub mod timers;
 pub mod unreadable;
+pub mod view;
