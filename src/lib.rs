@@ -4,6 +4,14 @@
 //! (and, at its edges, the controller's I/O).
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod crd;
+pub mod error;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod operator;
 pub mod reconcile;
 pub mod render;
+pub mod settings;
+pub mod telemetry;

@@ -5,6 +5,7 @@
 
 pub mod faults;
 pub mod gc;
+pub mod jsonpath;
 pub mod kubeconfig;
 pub mod kubelet;
 pub mod kubelet_loop;

@@ -1,6 +1,8 @@
 //! Defaulting (contract §2): applied in memory on every reconcile, never written back. Pure.
 
-use super::spec::TFJobSpec;
+use k8s_openapi::api::core::v1::{ContainerPort, PodSpec};
+
+use super::spec::{CleanPodPolicy, RestartPolicy, RunPolicy, SuccessPolicy, TFJobSpec};
 
 /// Name of the container that gets TF_CONFIG and the default port.
 pub const TF_CONTAINER: &str = "tensorflow";
@@ -8,11 +10,229 @@ pub const TF_CONTAINER: &str = "tensorflow";
 pub const TF_PORT_NAME: &str = "tfjob-port";
 /// Port used when the `tensorflow` container declares no `tfjob-port`.
 pub const TF_DEFAULT_PORT: i32 = 2222;
+/// Replicas of a type that does not say.
+pub const DEFAULT_REPLICAS: i32 = 1;
 
 /// The spec with every default filled in: replicas 1, restartPolicy Never,
 /// cleanPodPolicy Running, successPolicy "", suspend false, and the `tfjob-port` appended
-/// to each `tensorflow` container lacking one.
+/// to each `tensorflow` container lacking one. Idempotent.
 pub fn with_defaults(spec: &TFJobSpec) -> TFJobSpec {
-    let _ = spec;
-    todo!()
+    let mut out = spec.clone();
+    for replica in out.tf_replica_specs.specs.values_mut() {
+        replica.replicas.get_or_insert(DEFAULT_REPLICAS);
+        replica.restart_policy.get_or_insert(RestartPolicy::Never);
+        if let Some(pod_spec) = replica.template.spec.as_mut() {
+            default_tf_port(pod_spec);
+        }
+    }
+    let run_policy = out.run_policy.get_or_insert_with(RunPolicy::default);
+    run_policy
+        .clean_pod_policy
+        .get_or_insert(CleanPodPolicy::Running);
+    run_policy.suspend.get_or_insert(false);
+    out.success_policy.get_or_insert(SuccessPolicy::Default);
+    out
+}
+
+/// Append `{name: tfjob-port, containerPort: 2222}` to the `tensorflow` container when it has
+/// no port of that name. Idempotent; other containers are left alone.
+pub fn default_tf_port(pod_spec: &mut PodSpec) {
+    let Some(container) = pod_spec
+        .containers
+        .iter_mut()
+        .find(|c| c.name == TF_CONTAINER)
+    else {
+        return;
+    };
+    let ports = container.ports.get_or_insert_with(Vec::new);
+    if !ports
+        .iter()
+        .any(|p| p.name.as_deref() == Some(TF_PORT_NAME))
+    {
+        ports.push(ContainerPort {
+            name: Some(TF_PORT_NAME.to_string()),
+            container_port: TF_DEFAULT_PORT,
+            ..ContainerPort::default()
+        });
+    }
+}
+
+/// The port TF_CONFIG uses for a replica: the `tfjob-port` of its `tensorflow` container,
+/// else 2222.
+pub fn tf_port(pod_spec: Option<&PodSpec>) -> i32 {
+    pod_spec
+        .and_then(|s| s.containers.iter().find(|c| c.name == TF_CONTAINER))
+        .and_then(|c| c.ports.as_ref())
+        .and_then(|ports| {
+            ports
+                .iter()
+                .find(|p| p.name.as_deref() == Some(TF_PORT_NAME))
+        })
+        .map_or(TF_DEFAULT_PORT, |p| p.container_port)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+
+    use super::*;
+    use crate::crd::{ReplicaSpec, ReplicaType};
+
+    fn port(name: Option<&str>, n: i32) -> ContainerPort {
+        ContainerPort {
+            name: name.map(str::to_string),
+            container_port: n,
+            ..Default::default()
+        }
+    }
+
+    fn container(name: &str, ports: Option<Vec<ContainerPort>>) -> Container {
+        Container {
+            name: name.into(),
+            image: Some("img".into()),
+            ports,
+            ..Default::default()
+        }
+    }
+
+    fn spec_with(containers: Vec<Container>, replica: ReplicaSpec) -> TFJobSpec {
+        let template = PodTemplateSpec {
+            spec: Some(PodSpec {
+                containers,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        TFJobSpec {
+            tf_replica_specs: [(
+                ReplicaType::Worker,
+                ReplicaSpec {
+                    template,
+                    ..replica
+                },
+            )]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn worker_ports(spec: &TFJobSpec) -> Vec<Vec<ContainerPort>> {
+        let pod = spec
+            .tf_replica_specs
+            .get(ReplicaType::Worker)
+            .unwrap()
+            .template
+            .spec
+            .as_ref();
+        pod.unwrap()
+            .containers
+            .iter()
+            .map(|c| c.ports.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn job_level_defaults() {
+        let d = with_defaults(&spec_with(
+            vec![container("tensorflow", None)],
+            Default::default(),
+        ));
+        let w = d.tf_replica_specs.get(ReplicaType::Worker).unwrap();
+        assert_eq!(w.replicas, Some(1));
+        assert_eq!(w.restart_policy, Some(RestartPolicy::Never));
+        let rp = d.run_policy.unwrap();
+        assert_eq!(rp.clean_pod_policy, Some(CleanPodPolicy::Running));
+        assert_eq!(rp.suspend, Some(false));
+        assert_eq!(
+            rp.backoff_limit, None,
+            "no backoff limit unless the user sets one"
+        );
+        assert_eq!(d.success_policy, Some(SuccessPolicy::Default));
+    }
+
+    #[test]
+    fn explicit_values_are_kept() {
+        let replica = ReplicaSpec {
+            replicas: Some(0),
+            restart_policy: Some(RestartPolicy::ExitCode),
+            ..Default::default()
+        };
+        let mut spec = spec_with(vec![container("tensorflow", None)], replica);
+        spec.run_policy = Some(RunPolicy {
+            clean_pod_policy: Some(CleanPodPolicy::None),
+            suspend: Some(true),
+            ..Default::default()
+        });
+        spec.success_policy = Some(SuccessPolicy::AllWorkers);
+        let d = with_defaults(&spec);
+        let w = d.tf_replica_specs.get(ReplicaType::Worker).unwrap();
+        assert_eq!(
+            (w.replicas, w.restart_policy),
+            (Some(0), Some(RestartPolicy::ExitCode))
+        );
+        let rp = d.run_policy.unwrap();
+        assert_eq!(
+            (rp.clean_pod_policy, rp.suspend),
+            (Some(CleanPodPolicy::None), Some(true))
+        );
+        assert_eq!(d.success_policy, Some(SuccessPolicy::AllWorkers));
+    }
+
+    #[test]
+    #[allow(clippy::type_complexity)] // a table of cases
+    fn port_defaulting_table() {
+        let tf_port = port(Some(TF_PORT_NAME), TF_DEFAULT_PORT);
+        let cases: Vec<(&str, Vec<Container>, Vec<Vec<ContainerPort>>)> = vec![
+            (
+                "no ports: appended",
+                vec![container("tensorflow", None)],
+                vec![vec![tf_port.clone()]],
+            ),
+            (
+                "other ports: appended after them",
+                vec![container(
+                    "tensorflow",
+                    Some(vec![port(Some("metrics"), 9090)]),
+                )],
+                vec![vec![port(Some("metrics"), 9090), tf_port.clone()]],
+            ),
+            (
+                "custom tfjob-port: kept as is",
+                vec![container(
+                    "tensorflow",
+                    Some(vec![port(Some(TF_PORT_NAME), 3333)]),
+                )],
+                vec![vec![port(Some(TF_PORT_NAME), 3333)]],
+            ),
+            (
+                "sidecar untouched",
+                vec![container("sidecar", None), container("tensorflow", None)],
+                vec![vec![], vec![tf_port.clone()]],
+            ),
+        ];
+        for (name, containers, want) in cases {
+            let d = with_defaults(&spec_with(containers, Default::default()));
+            assert_eq!(worker_ports(&d), want, "{name}");
+            assert_eq!(with_defaults(&d), d, "{name}: defaulting is idempotent");
+        }
+    }
+
+    #[test]
+    fn tf_port_lookup() {
+        let spec = |ports| PodSpec {
+            containers: vec![container("tensorflow", ports)],
+            ..Default::default()
+        };
+        assert_eq!(tf_port(None), 2222);
+        assert_eq!(tf_port(Some(&spec(None))), 2222);
+        assert_eq!(
+            tf_port(Some(&spec(Some(vec![port(Some("other"), 1)])))),
+            2222
+        );
+        assert_eq!(
+            tf_port(Some(&spec(Some(vec![port(Some(TF_PORT_NAME), 3333)])))),
+            3333
+        );
+    }
 }

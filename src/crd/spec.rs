@@ -14,6 +14,7 @@ use super::status::TFJobStatus;
 /// A TensorFlow training job: a set of replicas (Chief/Master, PS, Worker, Evaluator).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
+    doc = "TFJob runs a TensorFlow training job (Kubeflow's kubeflow.org/v1 API).",
     group = "kubeflow.org",
     version = "v1",
     kind = "TFJob",
@@ -48,7 +49,9 @@ pub struct TFJobSpec {
 }
 
 /// The five TensorFlow replica types, in Kubeflow's canonical spelling.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 pub enum ReplicaType {
     Chief,
     Master,
@@ -59,7 +62,13 @@ pub enum ReplicaType {
 }
 
 impl ReplicaType {
-    pub const ALL: [ReplicaType; 5] = [Self::Chief, Self::Master, Self::Ps, Self::Worker, Self::Evaluator];
+    pub const ALL: [ReplicaType; 5] = [
+        Self::Chief,
+        Self::Master,
+        Self::Ps,
+        Self::Worker,
+        Self::Evaluator,
+    ];
 
     /// Kubeflow's canonical key: `Chief`, `Master`, `PS`, `Worker`, `Evaluator`.
     pub fn as_str(self) -> &'static str {
@@ -85,7 +94,9 @@ impl ReplicaType {
 
     /// Case-insensitive parse of a `tfReplicaSpecs` key (`worker`, `PS`, `MASTER`...).
     pub fn parse(key: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str().eq_ignore_ascii_case(key))
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(key))
     }
 
     /// Chief and Master are the same role under two names.
@@ -124,7 +135,10 @@ impl ReplicaSpecs {
 
 impl FromIterator<(ReplicaType, ReplicaSpec)> for ReplicaSpecs {
     fn from_iter<I: IntoIterator<Item = (ReplicaType, ReplicaSpec)>>(iter: I) -> Self {
-        Self { specs: iter.into_iter().collect(), rejected_keys: Vec::new() }
+        Self {
+            specs: iter.into_iter().collect(),
+            rejected_keys: Vec::new(),
+        }
     }
 }
 
@@ -245,14 +259,19 @@ pub enum CleanPodPolicy {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingPolicy {
+    /// Pods that must be schedulable together (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_available: Option<i32>,
+    /// Scheduler queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
+    /// Resources the whole group needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_resources: Option<BTreeMap<String, Quantity>>,
+    /// PriorityClass of the group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<String>,
+    /// How long the group may wait to be scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_timeout_seconds: Option<i32>,
 }

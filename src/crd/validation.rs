@@ -1,8 +1,19 @@
 //! Validation (contract §3): every problem at once, as Kubernetes-style field errors. Pure.
+//!
+//! Checks what the types cannot express. The CRD's schema and CEL rules refuse most of this
+//! at admission already; the controller checks again because not every API server runs every
+//! rule (and `render` has no API server at all).
 
 use std::fmt;
 
-use super::spec::TFJob;
+use super::defaults::DEFAULT_REPLICAS;
+use super::spec::{
+    MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, ReplicaType, TFJob,
+};
+use crate::reconcile::labels::child_name;
+
+/// Longest name of a pod or service (a DNS-1035 label).
+const MAX_NAME_LEN: usize = 63;
 
 /// One problem, e.g. `spec.tfReplicaSpecs[Worker].template.spec.containers[0].image: Required value`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,6 +24,15 @@ pub struct FieldError {
     pub message: String,
 }
 
+impl FieldError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.path, self.message)
@@ -20,14 +40,152 @@ impl fmt::Display for FieldError {
 }
 
 /// Check every rule of contract §3 that the types cannot express; all problems, in a
-/// stable order.
+/// stable order: metadata, replica-type keys, roles, then each type in canonical order,
+/// then run policy.
 pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {
-    let _ = job;
-    todo!()
+    let mut errors = Vec::new();
+    validate_name(job, &mut errors);
+    replicas::validate_keys(job, &mut errors);
+    replicas::validate_roles(job, &mut errors);
+    for (t, spec) in job.spec.tf_replica_specs.iter() {
+        replicas::validate_replica(t, spec, &mut errors);
+    }
+    validate_run_policy(job, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// Read a TFJob from JSON, naming the offending field when a value has the wrong type.
 pub fn parse_tfjob(value: serde_json::Value) -> Result<TFJob, FieldError> {
-    let _ = value;
-    todo!()
+    check_type_meta(&value)?;
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." {
+            "<root>".to_string()
+        } else {
+            path
+        };
+        FieldError::new(path, e.inner().to_string())
+    })
 }
+
+fn check_type_meta(value: &serde_json::Value) -> Result<(), FieldError> {
+    for (field, want) in [("apiVersion", "kubeflow.org/v1"), ("kind", "TFJob")] {
+        match value.get(field) {
+            None => {}
+            Some(serde_json::Value::String(s)) if s == want => {}
+            Some(other) => {
+                return Err(FieldError::new(
+                    field,
+                    format!("Unsupported value: {other}: supported values: \"{want}\""),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn replicas(spec: &ReplicaSpec) -> i32 {
+    spec.replicas.unwrap_or(DEFAULT_REPLICAS)
+}
+
+fn replica_path(t: ReplicaType) -> String {
+    format!("spec.tfReplicaSpecs[{t}]")
+}
+
+/// DNS-1035 label, as Kubernetes checks service names: `[a-z]([-a-z0-9]*[a-z0-9])?`.
+fn is_dns1035_label(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let inner_ok = bytes
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+    !s.is_empty()
+        && s.len() <= MAX_NAME_LEN
+        && inner_ok
+        && bytes[0].is_ascii_lowercase()
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+fn validate_name(job: &TFJob, errors: &mut Vec<FieldError>) {
+    let name = job.metadata.name.as_deref().unwrap_or_default();
+    if name.is_empty() {
+        errors.push(FieldError::new("metadata.name", "Required value"));
+        return;
+    }
+    if !is_dns1035_label(name) {
+        errors.push(FieldError::new(
+            "metadata.name",
+            format!(
+                "Invalid value: \"{name}\": a DNS-1035 label must consist of lower case alphanumeric \
+                 characters or '-', start with an alphabetic character, end with an alphanumeric \
+                 character, and be at most 63 characters"
+            ),
+        ));
+        return;
+    }
+    // The longest child name of the job decides; report it once.
+    let longest = job
+        .spec
+        .tf_replica_specs
+        .iter()
+        .filter(|(_, s)| replicas(s) > 0)
+        .map(|(t, s)| child_name(name, t, replicas(s) - 1))
+        .max_by_key(|n| n.len());
+    if let Some(child) = longest.filter(|c| c.len() > MAX_NAME_LEN) {
+        errors.push(FieldError::new(
+            "metadata.name",
+            format!(
+                "Invalid value: \"{name}\": the child name \"{child}\" would be {} characters, \
+                 must be no more than 63",
+                child.len()
+            ),
+        ));
+    }
+}
+
+fn validate_run_policy(job: &TFJob, errors: &mut Vec<FieldError>) {
+    let Some(rp) = job.spec.run_policy.as_ref() else {
+        return;
+    };
+    let path = "spec.runPolicy";
+    let non_negative = [
+        ("backoffLimit", rp.backoff_limit.map(i64::from)),
+        (
+            "ttlSecondsAfterFinished",
+            rp.ttl_seconds_after_finished.map(i64::from),
+        ),
+    ];
+    for (field, value) in non_negative {
+        if let Some(n) = value.filter(|n| *n < 0) {
+            errors.push(FieldError::new(
+                format!("{path}.{field}"),
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    if let Some(n) = rp.active_deadline_seconds.filter(|n| *n < 1) {
+        errors.push(FieldError::new(
+            format!("{path}.activeDeadlineSeconds"),
+            format!("Invalid value: {n}: must be greater than or equal to 1"),
+        ));
+    }
+    if let Some(by) = rp.managed_by.as_deref()
+        && by != MANAGED_BY_TRAINING_OPERATOR
+        && by != MANAGED_BY_MULTIKUEUE
+    {
+        errors.push(FieldError::new(
+            format!("{path}.managedBy"),
+            format!(
+                "Unsupported value: \"{by}\": supported values: \"{MANAGED_BY_TRAINING_OPERATOR}\", \
+                 \"{MANAGED_BY_MULTIKUEUE}\""
+            ),
+        ));
+    }
+}
+
+mod replicas;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+//! A pod's simulation script, read from `sim.tfjob.dev/<key>` annotations (pure, no I/O).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The annotation prefix of every script key.
+pub const PREFIX: &str = "sim.tfjob.dev/";
+
+/// What the simulated kubelet does with one pod. `Default` = run 1s, every container exits 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Script {
+    /// Seconds each container runs before it exits (`run-seconds`, default 1).
+    pub run_seconds: f64,
+    /// Seconds from scheduling to running (`start-seconds`, default 0).
+    pub start_seconds: f64,
+    /// Exit code of every container without its own (`exit-code`, default 0).
+    pub exit_code: i32,
+    /// Per-container exit codes (`exit-code.<container>`).
+    pub exit_codes: BTreeMap<String, i32>,
+    /// Containers are OOM-killed: exit 137, reason OOMKilled (`oom`).
+    pub oom: bool,
+    /// The pod is evicted when its run ends (`evict`): phase Failed, reason Evicted.
+    pub evict: bool,
+    /// Containers never start, waiting with this reason, e.g. ImagePullBackOff (`never-start`).
+    pub never_start: Option<String>,
+    /// Each container exits with its failing code this many times, then with 0 (`fail-times`,
+    /// alias `restarts-then-succeed`). Counted per pod, by the container's restartCount.
+    pub fail_times: u32,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            run_seconds: 1.0,
+            start_seconds: 0.0,
+            exit_code: 0,
+            exit_codes: BTreeMap::new(),
+            oom: false,
+            evict: false,
+            never_start: None,
+            fail_times: 0,
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(key: &str, raw: &str) -> Result<T, String> {
+    raw.trim()
+        .parse()
+        .map_err(|_| format!("annotation {PREFIX}{key}: invalid value {raw:?}"))
+}
+
+fn seconds(key: &str, raw: &str) -> Result<f64, String> {
+    let s: f64 = parse(key, raw)?;
+    if s.is_finite() && s >= 0.0 {
+        Ok(s)
+    } else {
+        Err(format!("annotation {PREFIX}{key}: must be >= 0"))
+    }
+}
+
+impl Script {
+    /// Reads the script from the pod's annotations; Err names the bad annotation.
+    pub fn from_pod(pod: &Value) -> Result<Self, String> {
+        let mut script = Script::default();
+        let Some(annotations) = pod
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+        else {
+            return Ok(script);
+        };
+        for (name, raw) in annotations {
+            let Some(key) = name.strip_prefix(PREFIX) else {
+                continue;
+            };
+            let raw = raw.as_str().unwrap_or_default();
+            match key {
+                "run-seconds" => script.run_seconds = seconds(key, raw)?,
+                "start-seconds" => script.start_seconds = seconds(key, raw)?,
+                "exit-code" => script.exit_code = parse(key, raw)?,
+                "oom" => script.oom = parse(key, raw)?,
+                "evict" => script.evict = parse(key, raw)?,
+                "never-start" => {
+                    let reason = raw.trim();
+                    script.never_start = Some(
+                        if reason.is_empty() {
+                            "ImagePullBackOff"
+                        } else {
+                            reason
+                        }
+                        .into(),
+                    );
+                }
+                "fail-times" | "restarts-then-succeed" => script.fail_times = parse(key, raw)?,
+                _ => match key.strip_prefix("exit-code.") {
+                    Some(container) => {
+                        script
+                            .exit_codes
+                            .insert(container.to_string(), parse(key, raw)?);
+                    }
+                    None => return Err(format!("annotation {name}: unknown script key")),
+                },
+            }
+        }
+        Ok(script)
+    }
+
+    /// The exit code of `container` on its attempt number `restart_count` (0 = first run).
+    pub fn exit_code_for(&self, container: &str, restart_count: u32) -> i32 {
+        if self.oom {
+            return 137;
+        }
+        let code = self
+            .exit_codes
+            .get(container)
+            .copied()
+            .unwrap_or(self.exit_code);
+        if self.fail_times == 0 {
+            return code;
+        }
+        if restart_count < self.fail_times {
+            if code == 0 { 1 } else { code }
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(annotations: Value) -> Value {
+        json!({"metadata": {"annotations": annotations}})
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let s = Script::from_pod(&pod(json!({
+            "sim.tfjob.dev/run-seconds": "0.5", "sim.tfjob.dev/start-seconds": "2",
+            "sim.tfjob.dev/exit-code": "3", "sim.tfjob.dev/exit-code.ps": "0",
+            "sim.tfjob.dev/oom": "true", "sim.tfjob.dev/evict": "false",
+            "sim.tfjob.dev/never-start": "ErrImagePull", "sim.tfjob.dev/fail-times": "2",
+            "other/annotation": "ignored"
+        })));
+        let want = Script {
+            run_seconds: 0.5,
+            start_seconds: 2.0,
+            exit_code: 3,
+            exit_codes: [("ps".to_string(), 0)].into(),
+            oom: true,
+            evict: false,
+            never_start: Some("ErrImagePull".into()),
+            fail_times: 2,
+        };
+        assert_eq!(s, Ok(want));
+        assert_eq!(Script::from_pod(&json!({})), Ok(Script::default()));
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for (k, v) in [
+            ("run-seconds", "x"),
+            ("run-seconds", "-1"),
+            ("exit-code", "1.5"),
+            ("oom", "yes"),
+            ("nope", "1"),
+        ] {
+            let r = Script::from_pod(&pod(json!({format!("{PREFIX}{k}"): v})));
+            assert!(r.is_err(), "{k}={v}");
+        }
+    }
+
+    #[test]
+    fn exit_codes_per_attempt() {
+        let fail_twice = Script {
+            fail_times: 2,
+            exit_code: 0,
+            ..Script::default()
+        };
+        let per_container = Script {
+            exit_code: 2,
+            exit_codes: [("ps".into(), 0)].into(),
+            ..Script::default()
+        };
+        let cases = [
+            (&fail_twice, "tensorflow", 0, 1),
+            (&fail_twice, "tensorflow", 1, 1),
+            (&fail_twice, "tensorflow", 2, 0),
+            (&per_container, "tensorflow", 0, 2),
+            (&per_container, "ps", 0, 0),
+        ];
+        for (script, container, attempt, want) in cases {
+            assert_eq!(
+                script.exit_code_for(container, attempt),
+                want,
+                "{container} #{attempt}"
+            );
+        }
+        let oom = Script {
+            oom: true,
+            ..Script::default()
+        };
+        assert_eq!(oom.exit_code_for("tensorflow", 0), 137);
+    }
+}

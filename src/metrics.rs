@@ -1,0 +1,152 @@
+//! Prometheus metrics (contract §9): Kubeflow's job counters plus reconcile counts, errors and
+//! durations. Labels are low-cardinality: namespace and framework, never object names.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct JobLabels {
+    pub job_namespace: String,
+    pub framework: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub error: &'static str,
+}
+
+/// Every metric the operator exports.
+#[derive(Clone)]
+pub struct Metrics {
+    pub jobs_created: Family<JobLabels, Counter>,
+    pub jobs_successful: Family<JobLabels, Counter>,
+    pub jobs_failed: Family<JobLabels, Counter>,
+    pub jobs_restarted: Family<JobLabels, Counter>,
+    pub jobs_deleted: Family<JobLabels, Counter>,
+    pub reconciles: Counter,
+    pub reconcile_errors: Family<ErrorLabels, Counter>,
+    pub reconcile_duration: Histogram,
+    registry: Arc<Registry>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let jobs_created = Family::<JobLabels, Counter>::default();
+        let jobs_successful = Family::<JobLabels, Counter>::default();
+        let jobs_failed = Family::<JobLabels, Counter>::default();
+        let jobs_restarted = Family::<JobLabels, Counter>::default();
+        let jobs_deleted = Family::<JobLabels, Counter>::default();
+        let reconciles = Counter::default();
+        let reconcile_errors = Family::<ErrorLabels, Counter>::default();
+        let reconcile_duration = Histogram::new(exponential_buckets(0.001, 2.0, 14));
+        // prometheus-client appends `_total` to counters.
+        let jobs = [
+            (
+                "training_operator_jobs_created",
+                "Jobs created",
+                &jobs_created,
+            ),
+            (
+                "training_operator_jobs_successful",
+                "Jobs succeeded",
+                &jobs_successful,
+            ),
+            ("training_operator_jobs_failed", "Jobs failed", &jobs_failed),
+            (
+                "training_operator_jobs_restarted",
+                "Job restarts",
+                &jobs_restarted,
+            ),
+            (
+                "training_operator_jobs_deleted",
+                "Jobs deleted",
+                &jobs_deleted,
+            ),
+        ];
+        for (name, help, family) in jobs {
+            registry.register(name, help, family.clone());
+        }
+        registry.register(
+            "tfjob_operator_reconciles",
+            "Reconcile passes",
+            reconciles.clone(),
+        );
+        registry.register(
+            "tfjob_operator_reconcile_errors",
+            "Failed reconcile passes",
+            reconcile_errors.clone(),
+        );
+        registry.register(
+            "tfjob_operator_reconcile_duration_seconds",
+            "Duration of a reconcile pass",
+            reconcile_duration.clone(),
+        );
+        Self {
+            jobs_created,
+            jobs_successful,
+            jobs_failed,
+            jobs_restarted,
+            jobs_deleted,
+            reconciles,
+            reconcile_errors,
+            reconcile_duration,
+            registry: Arc::new(registry),
+        }
+    }
+}
+
+impl Metrics {
+    pub fn job(namespace: &str) -> JobLabels {
+        JobLabels {
+            job_namespace: namespace.to_string(),
+            framework: "tensorflow",
+        }
+    }
+
+    pub fn observe_reconcile(&self, took: Duration) {
+        self.reconciles.inc();
+        self.reconcile_duration.observe(took.as_secs_f64());
+    }
+
+    /// Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exports_kubeflow_metric_names_with_namespace_and_framework() {
+        let m = Metrics::default();
+        let labels = Metrics::job("team-a");
+        for family in [
+            &m.jobs_created,
+            &m.jobs_successful,
+            &m.jobs_failed,
+            &m.jobs_restarted,
+            &m.jobs_deleted,
+        ] {
+            family.get_or_create(&labels).inc();
+        }
+        let text = m.render();
+        for name in ["created", "successful", "failed", "restarted", "deleted"] {
+            let line = format!(
+                r#"training_operator_jobs_{name}_total{{job_namespace="team-a",framework="tensorflow"}} 1"#
+            );
+            assert!(text.contains(&line), "{line} missing from:\n{text}");
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `tfjob-operator run`: wire the controller, leader election, HTTP endpoints and shutdown. I/O.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context as _;
+use futures::FutureExt;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::{Api, Client};
+use tokio::sync::watch;
+
+use crate::http::{self, Endpoints, Probes};
+use crate::leader::LeaderElector;
+use crate::reconcile::controller::{Shared, run_scope};
+use crate::reconcile::plan::Settings;
+use crate::settings::{RunArgs, bind_address};
+
+/// Name under which the operator records events and holds the lease.
+pub const CONTROLLER_NAME: &str = "tfjob-operator";
+
+/// Run until SIGTERM/SIGINT, against the cluster kubectl would use.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let client = Client::try_default()
+        .await
+        .context("finding a Kubernetes cluster (in-cluster, KUBECONFIG or ~/.kube/config)")?;
+    let probes = Probes::default();
+    serve_endpoints(&args, &probes).await?;
+    run_with(client, args, probes, shutdown_signal()).await
+}
+
+/// Run with a given client until `shutdown` resolves (used by `run`, the demo and the tests).
+/// In-flight reconciles finish before this returns.
+pub async fn run_with(
+    client: Client,
+    args: RunArgs,
+    probes: Probes,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let identity = identity();
+    let elector = args.leader_elect.then(|| {
+        let ns = args
+            .leader_election_namespace
+            .clone()
+            .or_else(pod_namespace)
+            .unwrap_or_else(|| "default".into());
+        LeaderElector::new(
+            Api::namespaced(client.clone(), &ns),
+            &args.leader_election_id,
+            &identity,
+        )
+    });
+    if let Some(elector) = &elector {
+        // A standby replica is healthy and ready: it is waiting, not broken.
+        probes.ready.store(true, Ordering::Relaxed);
+        tracing::info!(lease = %args.leader_election_id, %identity, "waiting for leadership");
+        tokio::select! {
+            _ = elector.acquire() => tracing::info!("became leader"),
+            _ = stopped() => return Ok(()),
+        }
+    }
+    let reporter = Reporter {
+        controller: CONTROLLER_NAME.into(),
+        instance: Some(identity),
+    };
+    let recorder = Recorder::new(client.clone(), reporter);
+    let settings = Settings {
+        cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
+    };
+    let shared = Arc::new(Shared::new(
+        client,
+        settings,
+        recorder,
+        probes.metrics.clone(),
+    ));
+    let scopes: Vec<Option<String>> = if args.namespaces.is_empty() {
+        vec![None]
+    } else {
+        args.namespaces.iter().cloned().map(Some).collect()
+    };
+    let pending = Arc::new(AtomicUsize::new(scopes.len()));
+    let controllers = scopes.into_iter().map(|ns| {
+        let (pending, ready) = (pending.clone(), probes.ready.clone());
+        let on_ready = move || {
+            if pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+                ready.store(true, Ordering::Relaxed);
+            }
+        };
+        run_scope(
+            shared.clone(),
+            ns,
+            args.concurrency.max(1),
+            stopped(),
+            on_ready,
+        )
+    });
+    let all = futures::future::join_all(controllers);
+    match &elector {
+        Some(elector) => {
+            tokio::select! {
+                _ = all => {},
+                _ = elector.keep().fuse() => anyhow::bail!("lost the leader lease; exiting so a standby takes over"),
+            }
+            elector.release().await;
+        }
+        None => {
+            all.await;
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn serve_endpoints(args: &RunArgs, probes: &Probes) -> anyhow::Result<()> {
+    let metrics = bind_address(&args.metrics_bind_address)
+        .map_err(anyhow::Error::msg)
+        .context("--metrics-bind-address")?;
+    let health = bind_address(&args.health_probe_bind_address)
+        .map_err(anyhow::Error::msg)
+        .context("--health-probe-bind-address")?;
+    match (metrics, health) {
+        (Some(m), Some(h)) if m == h => {
+            http::serve(
+                m,
+                probes.clone(),
+                Endpoints {
+                    metrics: true,
+                    health: true,
+                },
+            )
+            .await?;
+        }
+        (m, h) => {
+            if let Some(m) = m {
+                http::serve(
+                    m,
+                    probes.clone(),
+                    Endpoints {
+                        metrics: true,
+                        health: false,
+                    },
+                )
+                .await
+                .context("metrics endpoint")?;
+            }
+            if let Some(h) = h {
+                http::serve(
+                    h,
+                    probes.clone(),
+                    Endpoints {
+                        metrics: false,
+                        health: true,
+                    },
+                )
+                .await
+                .context("health endpoint")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return futures::future::pending().await,
+            };
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = tokio::signal::ctrl_c() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down: draining in-flight reconciles");
+}
+
+/// This replica's name in the lease and in events: the pod name when running in a cluster.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| CONTROLLER_NAME.to_string());
+    format!("{host}_{}", std::process::id())
+}
+
+fn pod_namespace() -> Option<String> {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok()
+        })
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}

@@ -1,0 +1,255 @@
+//! Applying a plan: create and delete children, delete the job, record events. I/O.
+//! Every write is independent; one failure does not stop the others, and the first error is
+//! returned so the job is retried with backoff.
+
+use futures::{StreamExt, stream};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
+use kube::api::{DeleteParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
+use kube::{Api, Resource, ResourceExt};
+
+use super::expectations::Expectations;
+use super::plan::{Deletion, EventNote, EventType};
+use crate::error::Error;
+
+/// Children created at once for one job.
+pub const CREATE_CONCURRENCY: usize = 16;
+
+/// What apply needs to act for one job.
+pub struct Target<'a> {
+    pub pods: Api<Pod>,
+    pub services: Api<Service>,
+    pub job_uid: &'a str,
+    pub job_ref: &'a ObjectReference,
+    pub recorder: &'a Recorder,
+    pub expectations: &'a Expectations,
+}
+
+/// Create pods and services, all concurrently (bounded).
+pub async fn create_children(
+    t: &Target<'_>,
+    pods: Vec<Pod>,
+    services: Vec<Service>,
+) -> Result<(), Error> {
+    let children = pods
+        .into_iter()
+        .map(Child::Pod)
+        .chain(services.into_iter().map(Child::Service));
+    let results: Vec<Result<(), Error>> = stream::iter(children)
+        .map(|child| async move {
+            match child {
+                Child::Pod(p) => create_pod(t, p).await,
+                Child::Service(s) => create_service(t, s).await,
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+enum Child {
+    Pod(Pod),
+    Service(Service),
+}
+
+async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
+    let name = pod.name_any();
+    match t.pods.create(&PostParams::default(), &pod).await {
+        Ok(created) => {
+            t.expectations
+                .created(t.job_uid, created.clone(), Timestamp::now());
+            record(
+                t,
+                KubeEventType::Normal,
+                "SuccessfulCreatePod",
+                format!("Created pod: {name}"),
+                Some(created.object_ref(&())),
+            )
+            .await;
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+            adopt_check(t, t.pods.get_opt(&name).await.ok().flatten(), "pod", &name).await;
+            Ok(())
+        }
+        Err(source) => {
+            record(
+                t,
+                KubeEventType::Warning,
+                "FailedCreatePod",
+                format!("Error creating pod {name}: {source}"),
+                None,
+            )
+            .await;
+            Err(Error::CreatePod { name, source })
+        }
+    }
+}
+
+async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
+    let name = service.name_any();
+    match t.services.create(&PostParams::default(), &service).await {
+        Ok(created) => {
+            let note = format!("Created service: {name}");
+            record(
+                t,
+                KubeEventType::Normal,
+                "SuccessfulCreateService",
+                note,
+                Some(created.object_ref(&())),
+            )
+            .await;
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+            adopt_check(
+                t,
+                t.services.get_opt(&name).await.ok().flatten(),
+                "service",
+                &name,
+            )
+            .await;
+            Ok(())
+        }
+        Err(source) => {
+            let note = format!("Error creating service {name}: {source}");
+            record(t, KubeEventType::Warning, "FailedCreateService", note, None).await;
+            Err(Error::CreateService { name, source })
+        }
+    }
+}
+
+/// An existing object with a child's name is fine when it is ours; otherwise it is never
+/// adopted, and the user is told.
+async fn adopt_check<K: Resource<DynamicType = ()>>(
+    t: &Target<'_>,
+    existing: Option<K>,
+    kind: &str,
+    name: &str,
+) {
+    let ours = existing
+        .as_ref()
+        .map(|o| {
+            o.owner_references()
+                .iter()
+                .any(|r| r.uid == t.job_uid && r.controller == Some(true))
+        })
+        .unwrap_or(false);
+    if !ours {
+        let note = format!(
+            "{kind} {name} already exists and is not owned by this TFJob; it is left alone"
+        );
+        record(t, KubeEventType::Warning, "ChildNotOwned", note, None).await;
+    }
+}
+
+/// Delete pods, then services; a child already gone is fine.
+pub async fn delete_children(
+    t: &Target<'_>,
+    pods: &[Deletion],
+    services: &[Deletion],
+) -> Result<(), Error> {
+    let mut first_error = None;
+    for d in pods {
+        match delete(&t.pods, d).await {
+            Ok(()) => {
+                if let Some(uid) = &d.uid {
+                    t.expectations.deleted(t.job_uid, uid, Timestamp::now());
+                }
+                record(
+                    t,
+                    KubeEventType::Normal,
+                    "SuccessfulDeletePod",
+                    format!("Deleted pod: {}", d.name),
+                    None,
+                )
+                .await;
+            }
+            Err(source) => {
+                first_error.get_or_insert(Error::DeletePod {
+                    name: d.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    for d in services {
+        match delete(&t.services, d).await {
+            Ok(()) => {
+                let note = format!("Deleted service: {}", d.name);
+                record(
+                    t,
+                    KubeEventType::Normal,
+                    "SuccessfulDeleteService",
+                    note,
+                    None,
+                )
+                .await;
+            }
+            Err(source) => {
+                first_error.get_or_insert(Error::DeleteService {
+                    name: d.name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+async fn delete<K>(api: &Api<K>, d: &Deletion) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = DeleteParams {
+        preconditions: d.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&d.name, &params).await {
+        Ok(_) => Ok(()),
+        // Gone already, or replaced by a newer object we must not touch.
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Record an event the plan decided on.
+pub async fn record_note(t: &Target<'_>, note: &EventNote) {
+    let type_ = match note.type_ {
+        EventType::Normal => KubeEventType::Normal,
+        EventType::Warning => KubeEventType::Warning,
+    };
+    record(t, type_, &note.reason, note.message.clone(), None).await;
+}
+
+/// Publish an event about the job; `related` names the child concerned. Failing to record an
+/// event never fails the reconcile.
+async fn record(
+    t: &Target<'_>,
+    type_: KubeEventType,
+    reason: &str,
+    note: String,
+    related: Option<ObjectReference>,
+) {
+    // The recorder folds events with the same (reason, action, related) into one series, keeping
+    // the first note; distinct occurrences (two pods exiting) must stay distinct events.
+    let action: String = match &related {
+        Some(_) => reason.to_string(),
+        None => note.chars().take(128).collect(),
+    };
+    let event = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(note),
+        action,
+        secondary: related,
+    };
+    if let Err(e) = t.recorder.publish(&event, t.job_ref).await {
+        tracing::debug!(error = %e, reason, "recording event");
+    }
+}

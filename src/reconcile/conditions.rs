@@ -1,0 +1,187 @@
+//! Condition bookkeeping (contract §7.2): setting a condition, the flip rule, the
+//! Running/Restarting exclusivity and the ordering by last change. Pure.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::crd::{ConditionStatus, ConditionType, JobCondition, TFJobStatus};
+
+/// The condition of type `t`, if present.
+pub fn find(conditions: &[JobCondition], t: ConditionType) -> Option<&JobCondition> {
+    conditions.iter().find(|c| c.type_ == t)
+}
+
+/// Whether a condition of type `t` is present with status True.
+pub fn is_true(conditions: &[JobCondition], t: ConditionType) -> bool {
+    find(conditions, t).is_some_and(|c| c.status == ConditionStatus::True)
+}
+
+/// Succeeded or Failed is True: the job is finished for good (terminal is terminal).
+pub fn is_finished(status: &TFJobStatus) -> bool {
+    is_true(&status.conditions, ConditionType::Succeeded)
+        || is_true(&status.conditions, ConditionType::Failed)
+}
+
+/// What a condition should say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wanted<'a> {
+    pub type_: ConditionType,
+    pub status: ConditionStatus,
+    pub reason: &'a str,
+    pub message: String,
+}
+
+impl<'a> Wanted<'a> {
+    pub fn new(type_: ConditionType, status: bool, reason: &'a str, message: String) -> Self {
+        let status = if status {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        Self {
+            type_,
+            status,
+            reason,
+            message,
+        }
+    }
+}
+
+/// Sets a condition; returns true when it was added or its status flipped.
+///
+/// Re-setting a condition with the status it already has changes nothing — not the
+/// reason, message or times — so repeated passes never rewrite the status (no churn, no
+/// event). A flip (or an addition) moves it to the end of the list with fresh times, so the
+/// list stays ordered by last change and `State` (the last condition) shows the latest.
+/// Running and Restarting are exclusive: setting either removes the other.
+pub fn set(conditions: &mut Vec<JobCondition>, wanted: Wanted<'_>, now: Timestamp) -> bool {
+    if find(conditions, wanted.type_).is_some_and(|c| c.status == wanted.status) {
+        return false;
+    }
+    let exclusive = match wanted.type_ {
+        ConditionType::Running => Some(ConditionType::Restarting),
+        ConditionType::Restarting => Some(ConditionType::Running),
+        _ => None,
+    };
+    conditions.retain(|c| c.type_ != wanted.type_ && Some(c.type_) != exclusive);
+    conditions.push(JobCondition {
+        type_: wanted.type_,
+        status: wanted.status,
+        reason: Some(wanted.reason.to_string()),
+        message: Some(wanted.message),
+        last_update_time: Some(Time(now)),
+        last_transition_time: Some(Time(now)),
+    });
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ConditionType::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap()
+    }
+
+    fn types(c: &[JobCondition]) -> Vec<(ConditionType, ConditionStatus)> {
+        c.iter().map(|c| (c.type_, c.status)).collect()
+    }
+
+    #[test]
+    fn set_rules() {
+        use ConditionStatus::{False as F, True as T};
+        struct Case {
+            name: &'static str,
+            before: Vec<(ConditionType, bool)>,
+            set: (ConditionType, bool),
+            flipped: bool,
+            after: Vec<(ConditionType, ConditionStatus)>,
+        }
+        let cases = [
+            Case {
+                name: "added at the end",
+                before: vec![(Created, true)],
+                set: (Running, true),
+                flipped: true,
+                after: vec![(Created, T), (Running, T)],
+            },
+            Case {
+                name: "same status changes nothing, order kept",
+                before: vec![(Running, true), (Created, true)],
+                set: (Running, true),
+                flipped: false,
+                after: vec![(Running, T), (Created, T)],
+            },
+            Case {
+                name: "flip moves to the end",
+                before: vec![(Running, true), (Created, true)],
+                set: (Running, false),
+                flipped: true,
+                after: vec![(Created, T), (Running, F)],
+            },
+            Case {
+                name: "Restarting removes Running",
+                before: vec![(Created, true), (Running, true)],
+                set: (Restarting, true),
+                flipped: true,
+                after: vec![(Created, T), (Restarting, T)],
+            },
+            Case {
+                name: "Running removes Restarting",
+                before: vec![(Created, true), (Restarting, true)],
+                set: (Running, true),
+                flipped: true,
+                after: vec![(Created, T), (Running, T)],
+            },
+        ];
+        for case in cases {
+            let mut conds = Vec::new();
+            for (i, (t, s)) in case.before.iter().enumerate() {
+                set(
+                    &mut conds,
+                    Wanted::new(*t, *s, "R", "m".into()),
+                    at(i as i64),
+                );
+            }
+            let before = conds.clone();
+            let flipped = set(
+                &mut conds,
+                Wanted::new(case.set.0, case.set.1, "New", "new".into()),
+                at(100),
+            );
+            assert_eq!(flipped, case.flipped, "{}", case.name);
+            assert_eq!(types(&conds), case.after, "{}", case.name);
+            if !flipped {
+                assert_eq!(conds, before, "{}: nothing may change", case.name);
+            } else {
+                let last = conds.last().unwrap();
+                assert_eq!(
+                    last.last_transition_time,
+                    Some(Time(at(100))),
+                    "{}",
+                    case.name
+                );
+                assert_eq!(last.reason.as_deref(), Some("New"), "{}", case.name);
+            }
+        }
+    }
+
+    #[test]
+    fn finished_means_succeeded_or_failed_true() {
+        for (t, s, want) in [
+            (Succeeded, true, true),
+            (Failed, true, true),
+            (Failed, false, false),
+            (Running, true, false),
+        ] {
+            let mut status = TFJobStatus::default();
+            set(
+                &mut status.conditions,
+                Wanted::new(t, s, "R", String::new()),
+                at(0),
+            );
+            assert_eq!(is_finished(&status), want, "{t:?}={s}");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! What the controller has just done to pods but its cache may not show yet.
+//!
+//! Watches lag behind writes: right after creating a pod, the cache may still show the index as
+//! missing; right after deleting a failed pod, it may still show it failed. Planning on such a
+//! stale view would create twice or count a restart twice. So the controller remembers its own
+//! pod writes and lays them over the cache until the cache catches up (or they expire). Pure data;
+//! the caller passes `now`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// After this long an unmet expectation is dropped: the cache is trusted again.
+pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
+
+#[derive(Default, Debug)]
+struct Pending {
+    /// Pods we created, by name, with what the API server returned.
+    created: BTreeMap<String, (Pod, Timestamp)>,
+    /// Pods we deleted, by uid.
+    deleted: BTreeMap<String, Timestamp>,
+}
+
+/// Pending pod writes per job (keyed by the job's uid).
+#[derive(Default, Debug)]
+pub struct Expectations {
+    jobs: Mutex<HashMap<String, Pending>>,
+}
+
+impl Expectations {
+    pub fn created(&self, job_uid: &str, pod: Pod, now: Timestamp) {
+        let Some(name) = pod.metadata.name.clone() else {
+            return;
+        };
+        self.with(job_uid, |p| {
+            p.created.insert(name, (pod, now));
+        });
+    }
+
+    pub fn deleted(&self, job_uid: &str, pod_uid: &str, now: Timestamp) {
+        self.with(job_uid, |p| {
+            p.deleted.insert(pod_uid.to_string(), now);
+        });
+    }
+
+    pub fn forget(&self, job_uid: &str) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.remove(job_uid);
+        }
+    }
+
+    /// The cached pods as they are after our pending writes: created pods the cache lacks are
+    /// added, deleted pods the cache still shows live are shown terminating. Expectations the
+    /// cache now satisfies, or that expired, are dropped.
+    pub fn overlay(&self, job_uid: &str, mut pods: Vec<Pod>, now: Timestamp) -> Vec<Pod> {
+        self.with(job_uid, |p| {
+            p.created.retain(|name, (_, at)| {
+                !pods
+                    .iter()
+                    .any(|pod| pod.metadata.name.as_ref() == Some(name))
+                    && *at + EXPECTATION_TTL > now
+            });
+            p.deleted.retain(|uid, at| {
+                let still_live = pods.iter().any(|pod| {
+                    pod.metadata.uid.as_ref() == Some(uid)
+                        && pod.metadata.deletion_timestamp.is_none()
+                });
+                still_live && *at + EXPECTATION_TTL > now
+            });
+            for pod in pods.iter_mut() {
+                let deleted_at = pod.metadata.uid.as_ref().and_then(|uid| p.deleted.get(uid));
+                if let Some(at) = deleted_at {
+                    pod.metadata.deletion_timestamp = Some(Time(*at));
+                }
+            }
+            pods.extend(p.created.values().map(|(pod, _)| pod.clone()));
+        });
+        pods
+    }
+
+    fn with(&self, job_uid: &str, f: impl FnOnce(&mut Pending)) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            let pending = jobs.entry(job_uid.to_string()).or_default();
+            f(pending);
+            if pending.created.is_empty() && pending.deleted.is_empty() {
+                jobs.remove(job_uid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn pod(name: &str, uid: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + secs).unwrap()
+    }
+
+    fn names(pods: &[Pod]) -> Vec<(String, bool)> {
+        pods.iter()
+            .map(|p| {
+                (
+                    p.metadata.name.clone().unwrap(),
+                    p.metadata.deletion_timestamp.is_some(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_created_pod_missing_from_the_cache_is_shown_until_the_cache_has_it() {
+        let e = Expectations::default();
+        e.created("job", pod("j-worker-0", "u1"), t(0));
+        assert_eq!(
+            names(&e.overlay("job", vec![], t(1))),
+            [("j-worker-0".to_string(), false)]
+        );
+        // The cache caught up: the expectation is met and dropped.
+        assert_eq!(
+            names(&e.overlay("job", vec![pod("j-worker-0", "u1")], t(2))).len(),
+            1
+        );
+        assert!(e.overlay("job", vec![], t(3)).is_empty());
+    }
+
+    #[test]
+    fn a_deleted_pod_still_cached_live_is_shown_terminating() {
+        let e = Expectations::default();
+        e.deleted("job", "u1", t(0));
+        let seen = e.overlay("job", vec![pod("j-worker-0", "u1")], t(1));
+        assert_eq!(names(&seen), [("j-worker-0".to_string(), true)]);
+        // A new pod with the same name but another uid is not masked.
+        let seen = e.overlay("job", vec![pod("j-worker-0", "u2")], t(2));
+        assert_eq!(names(&seen), [("j-worker-0".to_string(), false)]);
+    }
+
+    #[test]
+    fn expectations_expire() {
+        let e = Expectations::default();
+        e.created("job", pod("j-worker-0", "u1"), t(0));
+        e.deleted("job", "u9", t(0));
+        let later = t(61);
+        assert!(e.overlay("job", vec![], later).is_empty());
+        assert_eq!(
+            names(&e.overlay("job", vec![pod("x", "u9")], later)),
+            [("x".to_string(), false)]
+        );
+    }
+
+    #[test]
+    fn jobs_are_independent() {
+        let e = Expectations::default();
+        e.created("a", pod("a-worker-0", "u1"), t(0));
+        assert!(e.overlay("b", vec![], t(1)).is_empty());
+        e.forget("a");
+        assert!(e.overlay("a", vec![], t(1)).is_empty());
+    }
+}

@@ -1,0 +1,181 @@
+//! The end of a job (contract §6.3, §7.3, §7.4): which replica decides success, the
+//! terminal conditions and messages, and what a finished job deletes. Pure.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::conditions::{self, Wanted};
+use super::plan::{Deletion, EventNote};
+use super::replicas::{Children, Phase};
+use super::view::JobView;
+use crate::crd::{
+    CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
+    ReplicaType, SuccessPolicy, TFJobStatus,
+};
+
+/// Why a job failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// `n` replicas of type `t` failed permanently.
+    Replicas {
+        t: ReplicaType,
+        n: i32,
+    },
+    BackoffLimit,
+    Deadline,
+    /// The spec can never run; the message lists every problem.
+    Validation(String),
+}
+
+/// How a job ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Succeeded,
+    Failed(Cause),
+}
+
+impl Verdict {
+    fn reason(&self) -> &'static str {
+        match self {
+            Verdict::Succeeded => REASON_SUCCEEDED,
+            Verdict::Failed(Cause::Validation(_)) => REASON_FAILED_VALIDATION,
+            Verdict::Failed(_) => REASON_FAILED,
+        }
+    }
+
+    fn message(&self, view: &JobView<'_>) -> String {
+        let (ns, name) = (view.namespace, view.name);
+        match self {
+            Verdict::Succeeded => format!("TFJob {ns}/{name} successfully completed."),
+            Verdict::Failed(Cause::Replicas { t, n }) => {
+                format!("TFJob {ns}/{name} has failed because {n} {t} replica(s) failed.")
+            }
+            Verdict::Failed(Cause::BackoffLimit) => backoff_message(name),
+            Verdict::Failed(Cause::Deadline) => deadline_message(name),
+            Verdict::Failed(Cause::Validation(errors)) => errors.clone(),
+        }
+    }
+}
+
+fn backoff_message(name: &str) -> String {
+    format!("Job {name} has failed because it has reached the specified backoff limit")
+}
+
+fn deadline_message(name: &str) -> String {
+    format!("Job {name} has failed because it was active longer than specified deadline")
+}
+
+/// Contract §7.3: the chief/master pod Succeeded; without one, worker 0 Succeeded with
+/// exit code 0 (a Succeeded phase already implies it; a missing container status is not
+/// held against the pod), or under AllWorkers every worker Succeeded. A pod that is being
+/// deleted still counts: it did succeed.
+pub fn succeeded(view: &JobView<'_>, children: &Children) -> bool {
+    let done = |key| {
+        children
+            .pods
+            .get(&key)
+            .is_some_and(|p| p.phase == Phase::Succeeded)
+    };
+    let chief = view
+        .replicas()
+        .find(|(t, _)| t.is_chief())
+        .filter(|(_, n)| *n > 0);
+    if let Some((t, _)) = chief {
+        return done((t, 0));
+    }
+    let workers = view
+        .replicas()
+        .find(|(t, _)| *t == ReplicaType::Worker)
+        .map_or(0, |(_, n)| n);
+    if workers == 0 {
+        return false;
+    }
+    match view.spec.success_policy.unwrap_or_default() {
+        SuccessPolicy::AllWorkers => (0..workers).all(|i| done((ReplicaType::Worker, i))),
+        SuccessPolicy::Default => {
+            let worker0 = children.pods.get(&(ReplicaType::Worker, 0));
+            done((ReplicaType::Worker, 0)) && worker0.is_some_and(|p| p.exit_code.unwrap_or(0) == 0)
+        }
+    }
+}
+
+/// Makes the job terminal: Running/Restarting (if True) turn False with the verdict's
+/// reason and message, then the terminal condition is added last, `completionTime` = now,
+/// and on success the pods still active count as succeeded (the counts freeze here).
+pub fn conclude(view: &JobView<'_>, status: &mut TFJobStatus, verdict: &Verdict) -> EventNote {
+    let (reason, message) = (verdict.reason(), verdict.message(view));
+    let now: Timestamp = view.now;
+    for t in [ConditionType::Running, ConditionType::Restarting] {
+        if conditions::is_true(&status.conditions, t) {
+            conditions::set(
+                &mut status.conditions,
+                Wanted::new(t, false, reason, message.clone()),
+                now,
+            );
+        }
+    }
+    let terminal = match verdict {
+        Verdict::Succeeded => ConditionType::Succeeded,
+        Verdict::Failed(_) => ConditionType::Failed,
+    };
+    conditions::set(
+        &mut status.conditions,
+        Wanted::new(terminal, true, reason, message.clone()),
+        now,
+    );
+    status.completion_time = Some(Time(now));
+    if *verdict == Verdict::Succeeded {
+        for counts in status.replica_statuses.values_mut() {
+            let moved = counts.active.take().unwrap_or(0) + counts.succeeded.unwrap_or(0);
+            counts.succeeded = (moved > 0).then_some(moved);
+        }
+        EventNote::normal(reason, message)
+    } else {
+        EventNote::warning(reason, message)
+    }
+}
+
+/// Pods and services a finished job deletes (contract §6.3): All → every one; Running →
+/// pods still Pending/Running (or Unknown) and their services, keeping finished pods and
+/// their logs; None → nothing. Failing on the deadline or the backoff limit also deletes the
+/// unfinished pods (and their services) whatever the policy: they would run on for nothing.
+/// Objects already going away are left to finish.
+pub fn cleanup(
+    view: &JobView<'_>,
+    status: &TFJobStatus,
+    children: &Children,
+) -> (Vec<Deletion>, Vec<Deletion>) {
+    let policy = view.run_policy().clean_pod_policy.unwrap_or_default();
+    // Deadline and backoff failures share TFJobFailed with replica failures; only the
+    // message tells them apart, and it is fixed for a given job name.
+    let failed_message = conditions::find(&status.conditions, ConditionType::Failed)
+        .filter(|c| c.status == crate::crd::ConditionStatus::True)
+        .and_then(|c| c.message.clone());
+    let forced = failed_message
+        .is_some_and(|m| m == backoff_message(view.name) || m == deadline_message(view.name));
+    let mut pods = Vec::new();
+    let mut services = Vec::new();
+    for (key, pod) in children.pods.iter().filter(|(_, p)| !p.terminating) {
+        let unfinished = !pod.phase.is_finished();
+        let delete = match policy {
+            CleanPodPolicy::All => true,
+            CleanPodPolicy::Running => unfinished,
+            CleanPodPolicy::None => forced && unfinished,
+        };
+        if delete {
+            pods.push(pod.deletion());
+            if policy != CleanPodPolicy::All {
+                services.extend(children.live_service(*key).map(|s| s.deletion()));
+            }
+        }
+    }
+    if policy == CleanPodPolicy::All {
+        services = children
+            .services
+            .values()
+            .filter(|s| !s.terminating)
+            .map(|s| s.deletion())
+            .collect();
+    }
+    (pods, services)
+}

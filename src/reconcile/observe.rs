@@ -1,0 +1,69 @@
+//! Observing a job's children from the controller's caches (reads only, no API calls), and
+//! trimming cached objects to what the decision core reads.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, PodStatus, Service};
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+
+use super::expectations::Expectations;
+use super::labels::LABEL_JOB_NAME;
+use super::plan::Observed;
+
+/// The pods and services in `namespace` labelled with the job's name, with the controller's
+/// own pending pod writes laid over the cache.
+pub fn observe(
+    namespace: &str,
+    job_name: &str,
+    job_uid: &str,
+    pods: &Store<Pod>,
+    services: &Store<Service>,
+    expectations: &Expectations,
+    now: Timestamp,
+) -> Observed {
+    let of_job = |labels: &std::collections::BTreeMap<String, String>, ns: Option<String>| {
+        ns.as_deref() == Some(namespace)
+            && labels.get(LABEL_JOB_NAME).map(String::as_str) == Some(job_name)
+    };
+    let cached_pods: Vec<Pod> = pods
+        .state()
+        .into_iter()
+        .filter(|p| of_job(p.labels(), p.namespace()))
+        .map(|p| (*p).clone())
+        .collect();
+    let mut pods = expectations.overlay(job_uid, cached_pods, now);
+    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut services: Vec<Service> = services
+        .state()
+        .into_iter()
+        .filter(|s| of_job(s.labels(), s.namespace()))
+        .map(|s| (*s).clone())
+        .collect();
+    services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Observed { pods, services }
+}
+
+/// Keep in the pod cache only what the decision core reads: identity, labels, owners,
+/// deletion, phase and container states. Pod specs are the bulk of a pod and never read.
+pub fn trim_pod(pod: &mut Pod) {
+    pod.metadata.managed_fields = None;
+    pod.metadata.annotations = None;
+    pod.spec = None;
+    if let Some(status) = pod.status.take() {
+        pod.status = Some(PodStatus {
+            phase: status.phase,
+            reason: status.reason,
+            message: status.message,
+            container_statuses: status.container_statuses,
+            ..Default::default()
+        });
+    }
+}
+
+/// Services are only checked for existence and ownership.
+pub fn trim_service(service: &mut Service) {
+    service.metadata.managed_fields = None;
+    service.metadata.annotations = None;
+    service.spec = None;
+    service.status = None;
+}

@@ -1,0 +1,88 @@
+//! Settings of `tfjob-operator run` (contract §9): each a flag with an environment fallback.
+
+use std::net::SocketAddr;
+
+use clap::{Args, ValueEnum};
+
+/// How the operator runs.
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Namespace to watch; repeat for several; none = all namespaces.
+    /// Env KUBEFLOW_NAMESPACE (comma-separated).
+    #[arg(long = "namespace", env = "KUBEFLOW_NAMESPACE", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
+
+    /// Cluster domain appended to TF_CONFIG addresses (`<svc>.<ns>.svc.<domain>`).
+    #[arg(long, env = "CUSTOM_CLUSTER_DOMAIN")]
+    pub cluster_domain: Option<String>,
+
+    /// TFJobs reconciled at once (per watched namespace).
+    #[arg(long, env = "TFJOB_CONCURRENCY", default_value_t = 8)]
+    pub concurrency: u16,
+
+    /// Run only while holding the leader Lease (for more than one operator replica).
+    #[arg(long, env = "LEADER_ELECT", default_value_t = false)]
+    pub leader_elect: bool,
+
+    /// Name of the leader-election Lease.
+    #[arg(
+        long,
+        env = "LEADER_ELECTION_ID",
+        default_value = "tfjob-operator-leader"
+    )]
+    pub leader_election_id: String,
+
+    /// Namespace of the leader-election Lease (default: the pod's namespace, else `default`).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Address of the Prometheus `/metrics` endpoint; `0` disables it.
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = ":8080")]
+    pub metrics_bind_address: String,
+
+    /// Address of `/healthz` and `/readyz`; `0` disables it.
+    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081")]
+    pub health_probe_bind_address: String,
+
+    /// Log format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Parse a Go-style bind address (`:8080`, `0.0.0.0:8080`, `127.0.0.1:0`); `0` or empty = off.
+pub fn bind_address(s: &str) -> Result<Option<SocketAddr>, String> {
+    match s.trim() {
+        "" | "0" => Ok(None),
+        s if s.starts_with(':') => format!("0.0.0.0{s}")
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("{s}: {e}")),
+        s => s.parse().map(Some).map_err(|e| format!("{s}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_addresses_in_go_style() {
+        let cases = [
+            (":8080", Some("0.0.0.0:8080")),
+            ("127.0.0.1:9000", Some("127.0.0.1:9000")),
+            ("0", None),
+            ("", None),
+        ];
+        for (input, want) in cases {
+            let got = bind_address(input).unwrap().map(|a| a.to_string());
+            assert_eq!(got.as_deref(), want, "{input}");
+        }
+        assert!(bind_address("nonsense").is_err());
+    }
+}

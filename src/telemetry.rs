@@ -1,0 +1,16 @@
+//! Logging: tracing to stderr as text or JSON, filtered by `RUST_LOG` (default `info`).
+
+use tracing_subscriber::EnvFilter;
+
+use crate::settings::LogFormat;
+
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}

@@ -1,0 +1,187 @@
+//! `render` end to end: the library function and the `tfjob-operator` binary.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use tfjob_operator::render::render;
+
+const DIST: &str = include_str!("fixtures/seeds/005-tfjob-dist.yaml");
+const SMOKE: &str = include_str!("fixtures/seeds/003-tf-smoke-gpu.yaml");
+
+const BAD: &str = r#"
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: bad}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: tensorflow}]
+    Launcher:
+      template:
+        spec:
+          containers: [{name: main, image: x}]
+"#;
+
+fn docs(out: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple(out).unwrap()
+}
+
+#[test]
+fn output_is_byte_identical_every_time() {
+    let first = render(DIST, Some("cluster.local")).unwrap();
+    for _ in 0..3 {
+        assert_eq!(render(DIST, Some("cluster.local")).unwrap(), first);
+    }
+}
+
+#[test]
+fn cluster_domain_reaches_tf_config() {
+    let out = render(SMOKE, Some("corp.example")).unwrap();
+    assert!(
+        out.contains(r#"tf-smoke-gpu-ps-0.default.svc.corp.example:2222"#),
+        "{out}"
+    );
+    let out = render(SMOKE, None).unwrap();
+    assert!(
+        out.contains(r#"tf-smoke-gpu-ps-0.default.svc:2222"#),
+        "{out}"
+    );
+}
+
+#[test]
+fn notes_are_yaml_comments() {
+    let out = render(DIST, None).unwrap();
+    assert!(
+        out.starts_with("# metadata.generateName \"tfjob\": rendered as \"tfjobxxxxx\""),
+        "{out}"
+    );
+    let smoke = render(SMOKE, None).unwrap();
+    assert!(
+        smoke.starts_with("# tf-smoke-gpu: a template sets restartPolicy"),
+        "{smoke}"
+    );
+    assert_eq!(docs(&smoke).len(), 4, "comments do not add documents");
+}
+
+#[test]
+fn every_problem_is_reported() {
+    let errors = render(BAD, None).unwrap_err();
+    assert_eq!(
+        errors,
+        vec![
+            "spec.tfReplicaSpecs[Launcher]: Unsupported value: \"Launcher\": supported values: \"Chief\", \"Master\", \"PS\", \"Worker\", \"Evaluator\" (any case)",
+            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].image: Required value",
+        ]
+    );
+}
+
+#[test]
+fn multi_document_input() {
+    let pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\n";
+    let out = render(&format!("{pvc}---\n{SMOKE}---\n{DIST}"), None).unwrap();
+    assert!(
+        out.starts_with("# skipped document 1: kind PersistentVolumeClaim\n"),
+        "{out}"
+    );
+    assert_eq!(docs(&out).len(), 4 + 8);
+    let errors = render(&format!("{SMOKE}---\n{BAD}"), None).unwrap_err();
+    assert_eq!(errors.len(), 2);
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.starts_with("document 2: spec.tfReplicaSpecs[")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn unreadable_input() {
+    assert_eq!(render("", None).unwrap_err(), vec!["no TFJob in the input"]);
+    assert!(render("a: [", None).unwrap_err()[0].starts_with("invalid YAML"));
+    let wrong_type = SMOKE.replace("replicas: 1", "replicas: one");
+    let errors = render(&wrong_type, None).unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].starts_with("spec.tfReplicaSpecs.PS.replicas: invalid type"),
+        "{errors:?}"
+    );
+}
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfjob-operator"));
+    cmd.env_remove("CUSTOM_CLUSTER_DOMAIN");
+    cmd
+}
+
+fn run_with_stdin(mut cmd: Command, input: &str) -> std::process::Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn binary_crd_prints_the_committed_crd() {
+    let out = bin().arg("crd").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        include_str!("../crds/kubeflow.org_tfjobs.yaml")
+    );
+}
+
+#[test]
+fn binary_render_from_stdin_with_env_cluster_domain() {
+    let mut cmd = bin();
+    cmd.args(["render", "-"])
+        .env("CUSTOM_CLUSTER_DOMAIN", "from.env");
+    let out = run_with_stdin(cmd, SMOKE);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout, render(SMOKE, Some("from.env")).unwrap());
+}
+
+#[test]
+fn binary_render_errors_go_to_stderr_with_exit_code_1() {
+    let mut cmd = bin();
+    cmd.args(["render", "-"]);
+    let out = run_with_stdin(cmd, BAD);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].image: Required value"
+        )
+    );
+}
+
+#[test]
+fn binary_render_missing_file() {
+    let out = bin()
+        .args(["render", "/nonexistent/job.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("/nonexistent/job.yaml: ")
+    );
+}

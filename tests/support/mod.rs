@@ -1,0 +1,241 @@
+//! End-to-end test support: a cluster (the in-memory simulator, or a real one when `KUBECONFIG`
+//! is set) with the TFJob CRD installed, a namespace per test, and the real operator running
+//! in process, watching that namespace.
+#![allow(dead_code)] // each test binary uses its own subset
+
+pub mod wait;
+
+use std::time::Duration;
+
+use clap::Parser;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::Client;
+use serde_json::{Value, json};
+use tfjob_operator::cli::{Cli, Command};
+use tfjob_operator::crd::{ConditionStatus, ConditionType, TFJob};
+use tfjob_operator::http::Probes;
+use tfjob_sim::{Options, Sim, SimHandle};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use wait::{WAIT, until};
+
+/// A cluster for one test, with the operator running against it.
+pub struct TestCluster {
+    pub client: Client,
+    pub namespace: String,
+    /// The simulator, when no real cluster was given.
+    pub sim: Option<SimHandle>,
+    pub probes: Probes,
+    operator: Option<(JoinHandle<()>, oneshot::Sender<()>)>,
+}
+
+impl TestCluster {
+    /// A cluster with the CRD, the namespace `e2e-<test>` and the operator watching it.
+    pub async fn start(test: &str) -> Self {
+        let mut cluster = Self::without_operator(test).await;
+        cluster.start_operator();
+        cluster
+    }
+
+    /// The same, but the operator is not started yet.
+    pub async fn without_operator(test: &str) -> Self {
+        let (client, sim) = if std::env::var_os("KUBECONFIG").is_some() {
+            (Client::try_default().await.expect("KUBECONFIG is set but unusable"), None)
+        } else {
+            let sim = Sim::start(Options::default()).await.expect("starting the simulator");
+            let config = kube::Config::new(sim.url().parse().expect("simulator URL"));
+            (Client::try_from(config).expect("client for the simulator"), Some(sim))
+        };
+        install_crd(&client).await;
+        let namespace = format!("e2e-{test}");
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let _ = namespaces.delete(&namespace, &DeleteParams::default()).await;
+        let ns = serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace");
+        wait_ok(|| namespaces.create(&PostParams::default(), &ns)).await;
+        Self { client, namespace, sim, probes: Probes::default(), operator: None }
+    }
+
+    /// Whether pods follow scripts (only on the simulator).
+    pub fn simulated(&self) -> bool {
+        self.sim.is_some()
+    }
+
+    pub fn sim(&self) -> &SimHandle {
+        self.sim.as_ref().expect("this check needs the simulator")
+    }
+
+    /// Start the operator in process, watching this test's namespace.
+    pub fn start_operator(&mut self) {
+        let Command::Run(args) =
+            Cli::parse_from(["tfjob-operator", "run", "--namespace", &self.namespace]).command
+        else {
+            unreachable!("run parses to Command::Run")
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (client, probes) = (self.client.clone(), self.probes.clone());
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            if let Err(e) = tfjob_operator::operator::run_with(client, *args, probes, shutdown).await {
+                panic!("operator failed: {e:#}");
+            }
+        });
+        self.operator = Some((task, stop));
+    }
+
+    /// Stop the operator and wait until its in-flight reconciles are drained.
+    pub async fn stop_operator(&mut self) {
+        if let Some((task, stop)) = self.operator.take() {
+            let _ = stop.send(());
+            let _ = tokio::time::timeout(WAIT, task).await;
+        }
+    }
+
+    pub fn jobs(&self) -> Api<TFJob> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    pub fn services(&self) -> Api<Service> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Create a TFJob from JSON in this test's namespace.
+    pub async fn create(&self, job: Value) -> TFJob {
+        let job: TFJob = serde_json::from_value(job).expect("test job is a TFJob");
+        self.jobs().create(&PostParams::default(), &job).await.expect("creating the TFJob")
+    }
+
+    /// Wait until condition `t` of job `name` has status True; returns the job then.
+    pub async fn until_condition(&self, name: &str, t: ConditionType) -> TFJob {
+        until(&self.jobs(), name, &format!("condition {t:?}"), |job| {
+            job.filter(|j| has_condition(j, t)).cloned()
+        })
+        .await
+    }
+
+    /// Names of the pods of job `name` that currently exist.
+    pub async fn pod_names(&self, job: &str) -> Vec<String> {
+        let lp = kube::api::ListParams::default().labels(&format!("training.kubeflow.org/job-name={job}"));
+        let mut names: Vec<String> = self
+            .pods()
+            .list(&lp)
+            .await
+            .expect("listing pods")
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Reason/message pairs of the events recorded about TFJob `name`.
+    pub async fn events_of(&self, name: &str) -> Vec<(String, String)> {
+        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        let mut out: Vec<(String, String)> = api
+            .list(&Default::default())
+            .await
+            .expect("listing events")
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        if let Some((task, _)) = self.operator.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Whether the job has condition `t` with status True.
+pub fn has_condition(job: &TFJob, t: ConditionType) -> bool {
+    job.status.as_ref().is_some_and(|s| {
+        s.conditions.iter().any(|c| c.type_ == t && c.status == ConditionStatus::True)
+    })
+}
+
+/// The job's condition types with status True, in order.
+pub fn true_conditions(job: &TFJob) -> Vec<ConditionType> {
+    job.status
+        .as_ref()
+        .map(|s| s.conditions.iter().filter(|c| c.status == ConditionStatus::True).map(|c| c.type_).collect())
+        .unwrap_or_default()
+}
+
+async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match crds.create(&PostParams::default(), &tfjob_operator::crd::schema::crd()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("installing the CRD: {e}"),
+    }
+    until(&crds, "tfjobs.kubeflow.org", "CRD established", |crd| {
+        crd.and_then(|c| c.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .filter(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+            .map(|_| ())
+    })
+    .await;
+}
+
+/// Retry `f` while it fails (a namespace still terminating from an earlier run, say).
+async fn wait_ok<T, F, Fut>(f: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if tokio::time::Instant::now() > deadline => panic!("giving up: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// A TFJob in JSON: `replicas` lists (type, count, restartPolicy); every replica runs
+/// `run_seconds` on the simulator and exits 0 unless scripted otherwise.
+pub fn job(name: &str, replicas: &[(&str, i32, &str)]) -> Value {
+    let specs: serde_json::Map<String, Value> = replicas
+        .iter()
+        .map(|(t, n, policy)| {
+            let spec = json!({
+                "replicas": n,
+                "restartPolicy": policy,
+                "template": {
+                    "metadata": {"annotations": {"sim.tfjob.dev/run-seconds": "0.3"}},
+                    "spec": {"containers": [{"name": "tensorflow", "image": "busybox:1.36", "command": ["sh", "-c", "sleep 1"]}]}
+                }
+            });
+            (t.to_string(), spec)
+        })
+        .collect();
+    json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name},
+        "spec": {"tfReplicaSpecs": specs}
+    })
+}
+
+/// Set an annotation on the pod template of replica type `t` (e.g. a `sim.tfjob.dev/` script key).
+pub fn annotate(job: &mut Value, t: &str, key: &str, value: &str) {
+    job["spec"]["tfReplicaSpecs"][t]["template"]["metadata"]["annotations"][key] = json!(value);
+}
