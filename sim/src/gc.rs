@@ -123,10 +123,8 @@ pub fn pass(store: &Store) -> usize {
                 .filter(|(rid, c)| *rid != namespaces && meta::namespace(c) == ns);
             let (n, empty) = empty_out(store, content, "Background");
             actions += n;
-            if empty {
-                if let Some(rt) = store.resource_type(id) {
-                    actions += usize::from(store.finish_deletion(&rt, "", ns));
-                }
+            if empty && let Some(rt) = store.resource_type(id) {
+                actions += usize::from(store.finish_deletion(&rt, "", ns));
             }
         }
         if *id == crds && fins.iter().any(|f| f == CRD_CLEANUP) {

@@ -272,22 +272,22 @@ fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
         .take(limit.unwrap_or(usize::MAX))
         .map(|o| t.present(o))
         .collect();
-    if let Some(l) = limit {
-        if items.len() > l {
-            list_meta["continue"] = json!(continue_token(&items[l - 1]));
-            list_meta["remainingItemCount"] = json!(items.len() - l);
-        }
+    if let Some(l) = limit
+        && items.len() > l
+    {
+        list_meta["continue"] = json!(continue_token(&items[l - 1]));
+        list_meta["remainingItemCount"] = json!(items.len() - l);
     }
     if wants_table(req.headers) {
         return Ok(respond::json(200, &table(req, t, &page, list_meta)));
     }
     for o in &mut page {
         // Items of a typed list carry no kind/apiVersion except for custom resources.
-        if t.rt.builtin {
-            if let Some(m) = o.as_object_mut() {
-                m.remove("kind");
-                m.remove("apiVersion");
-            }
+        if t.rt.builtin
+            && let Some(m) = o.as_object_mut()
+        {
+            m.remove("kind");
+            m.remove("apiVersion");
         }
     }
     let list = json!({
@@ -341,12 +341,12 @@ fn delete_options(req: &Req<'_>) -> Result<DeleteOptions, ApiError> {
         opts.grace_seconds = Some(g);
     }
     opts.dry_run |= req.query.get("dryRun").is_some();
-    if let Some(p) = opts.propagation.as_deref() {
-        if !matches!(p, "Background" | "Foreground" | "Orphan") {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: \"{p}\""
-            )));
-        }
+    if let Some(p) = opts.propagation.as_deref()
+        && !matches!(p, "Background" | "Foreground" | "Orphan")
+    {
+        return Err(ApiError::bad_request(format!(
+            "propagationPolicy: Unsupported value: \"{p}\""
+        )));
     }
     Ok(opts)
 }

@@ -82,11 +82,12 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         t.name().to_string(),
     );
     let mut opts = t.write_options(req.query);
+    let opts_sub_is_status = opts.sub == crate::store::Sub::Status;
     opts.unconditional = true;
     let out = req.state.store.write(&t.st, &t.ns, &name, &opts, |cur| {
         let now = meta::format_time(jiff::Timestamp::now());
         let Some(cur) = cur else {
-            if fl != Flavour::Apply {
+            if fl != Flavour::Apply || opts_sub_is_status {
                 return Err(ApiError::not_found(&group, &plural, &name));
             }
             let mut created = patch::server_side_apply(

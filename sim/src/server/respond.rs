@@ -35,10 +35,10 @@ pub fn bytes(code: u16, content_type: &'static str, b: Bytes) -> Response<Body> 
 
 pub fn error(e: &ApiError) -> Response<Body> {
     let mut r = json(e.code, &e.to_status());
-    if let Some(secs) = e.retry_after {
-        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(secs) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
 }

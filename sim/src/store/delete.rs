@@ -48,23 +48,23 @@ fn check_preconditions(
     opts: &DeleteOptions,
 ) -> Result<(), ApiError> {
     let name = meta::name(obj);
-    if let Some(uid) = &opts.precondition_uid {
-        if uid != meta::uid(obj) {
-            let why = format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                meta::uid(obj)
-            );
-            return Err(ApiError::conflict(&rt.group, &rt.plural, name, &why));
-        }
+    if let Some(uid) = &opts.precondition_uid
+        && uid != meta::uid(obj)
+    {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            meta::uid(obj)
+        );
+        return Err(ApiError::conflict(&rt.group, &rt.plural, name, &why));
     }
-    if let Some(rv) = &opts.precondition_rv {
-        if rv != meta::resource_version(obj) {
-            let why = format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                meta::resource_version(obj)
-            );
-            return Err(ApiError::conflict(&rt.group, &rt.plural, name, &why));
-        }
+    if let Some(rv) = &opts.precondition_rv
+        && rv != meta::resource_version(obj)
+    {
+        let why = format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+            meta::resource_version(obj)
+        );
+        return Err(ApiError::conflict(&rt.group, &rt.plural, name, &why));
     }
     Ok(())
 }
@@ -110,10 +110,10 @@ impl Inner {
             let mut new = (*dep).clone();
             if let Some(refs) = new["metadata"]["ownerReferences"].as_array_mut() {
                 refs.retain(|r| r["uid"].as_str() != Some(owner_uid));
-                if refs.is_empty() {
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        m.remove("ownerReferences");
-                    }
+                if refs.is_empty()
+                    && let Some(m) = new["metadata"].as_object_mut()
+                {
+                    m.remove("ownerReferences");
                 }
             }
             self.commit(tx, &id, EventType::Modified, new, Some(dep));

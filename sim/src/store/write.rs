@@ -209,10 +209,11 @@ impl Inner {
                 m.remove("generation");
             }
         }
-        if rt.has_status && !opts.internal {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if rt.has_status
+            && !opts.internal
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
         kinds::on_create(self, rt, &mut obj);
         admit(rt, &version, &mut obj, None)?;
@@ -239,10 +240,10 @@ impl Inner {
             if let Some(mf) = new["metadata"].get("managedFields") {
                 out["metadata"]["managedFields"] = mf.clone();
             }
-            if out["status"].is_null() {
-                if let Some(m) = out.as_object_mut() {
-                    m.remove("status");
-                }
+            if out["status"].is_null()
+                && let Some(m) = out.as_object_mut()
+            {
+                m.remove("status");
             }
             return out;
         }
