@@ -5,6 +5,7 @@ pub mod discovery;
 mod patching;
 pub mod respond;
 pub mod route;
+mod target;
 mod watch;
 
 use std::convert::Infallible;
@@ -111,7 +112,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     if let Some(e) = decision.error {
         return Ok(respond::error(&e));
     }
-    let req = crud::Req {
+    let req = target::Req {
         state: &state,
         method: &parts.method,
         headers: &parts.headers,
@@ -121,7 +122,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     Ok(dispatch(&req, route).await)
 }
 
-async fn dispatch(req: &crud::Req<'_>, route: Route) -> Response<Body> {
+async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
     let reg = || req.state.store.registry();
     let not_found = || {
         respond::error(&ApiError::new(

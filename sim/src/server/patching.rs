@@ -3,8 +3,8 @@
 use http::{Response, header};
 use serde_json::{Value, json};
 
-use super::crud::{Req, Target, parse_json};
 use super::respond::{self, Body};
+use super::target::{Req, Target, parse_json};
 use crate::patch::{self, PatchError};
 use crate::store::{ApiError, meta};
 

@@ -10,8 +10,8 @@ use http::Response;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::crud::{Filter, Req, Target, wants_table};
 use super::respond::{self, Body};
+use super::target::{Filter, Req, Target, wants_table};
 use crate::store::{ApiError, EventType, WatchEvent};
 
 struct Watcher {

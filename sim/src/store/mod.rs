@@ -8,6 +8,7 @@ pub mod events_v1;
 mod kinds;
 pub mod meta;
 pub mod resource;
+mod update;
 mod write;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -10,6 +10,10 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::sync::broadcast::error::TryRecvError;
 
+mod nodes;
+
+pub use nodes::{lose_node, node_ip, node_object};
+
 use crate::kubelet;
 use crate::store::{
     ApiError, DeleteOptions, ResourceId, ResourceType, Store, Sub, WriteOptions, meta,
@@ -77,12 +81,6 @@ impl Control {
 pub struct LoopOptions {
     pub nodes: Vec<String>,
     pub fast_deletion: bool,
-}
-
-/// `10.0.0.<10+i>` for node i.
-pub fn node_ip(nodes: &[String], node: &str) -> String {
-    let i = nodes.iter().position(|n| n == node).unwrap_or(0);
-    format!("10.0.0.{}", 10 + i)
 }
 
 struct Loop {
@@ -278,70 +276,5 @@ impl Loop {
             let _ = self.write(&pod, Sub::Status, |p| p["status"] = status);
         }
         step.next_at
-    }
-}
-
-/// A node object as the sim creates it (Ready).
-pub fn node_object(name: &str, ip: &str) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "type": "tfjob-sim"}},
-        "spec": {},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "tfjob-sim node"}],
-            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
-            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"},
-            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"},
-        },
-    })
-}
-
-/// Node loss: the node turns NotReady (Unknown) and every unfinished pod on it is marked Failed
-/// with reason NodeLost (the kubelet is gone, so nothing else changes them).
-pub fn lose_node(store: &Store, ctl: &Control, node: &str) {
-    ctl.mark_lost(node);
-    let internal = WriteOptions {
-        internal: true,
-        sub: Sub::Status,
-        ..Default::default()
-    };
-    if let Some(nodes) = store.lookup("", "v1", "nodes") {
-        let _ = store.write(&nodes, "", node, &internal, |cur| {
-            let mut n = cur.cloned().ok_or_else(|| ApiError::not_found("", "nodes", node))?;
-            n["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
-                "message": "Kubelet stopped posting node status."}]);
-            Ok(n)
-        });
-    }
-    let Some(pods) = store.lookup("", "v1", "pods") else {
-        return;
-    };
-    let (on_node, _) = store.list(&pods, None, |p| p["spec"]["nodeName"] == node);
-    for pod in on_node {
-        if matches!(
-            pod["status"]["phase"].as_str(),
-            Some("Succeeded" | "Failed")
-        ) {
-            continue;
-        }
-        let msg = format!(
-            "Node {node} which was running pod {} is unresponsive",
-            meta::name(&pod)
-        );
-        let _ = store.write(
-            &pods,
-            meta::namespace(&pod),
-            meta::name(&pod),
-            &internal,
-            |cur| {
-                let mut p = cur
-                    .cloned()
-                    .ok_or_else(|| ApiError::not_found("", "pods", meta::name(&pod)))?;
-                p["status"]["phase"] = json!("Failed");
-                p["status"]["reason"] = json!("NodeLost");
-                p["status"]["message"] = json!(msg);
-                Ok(p)
-            },
-        );
     }
 }
