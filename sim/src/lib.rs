@@ -1,7 +1,239 @@
-//! tfjob-sim: an in-memory Kubernetes API server and pod simulator.
+//! tfjob-sim: an in-memory Kubernetes API server and pod simulator, the test cluster of
+//! tfjob-operator. [`Sim::start`] serves HTTP on 127.0.0.1 and returns a [`SimHandle`] for
+//! tests (URL, kubeconfig, request counters, fault injection, pod scripts, node loss).
+#![forbid(unsafe_code)]
+
+pub mod faults;
+pub mod gc;
+pub mod kubeconfig;
 pub mod jsonpath;
 pub mod kubelet;
+pub mod kubelet_loop;
 pub mod patch;
 pub mod schema;
 pub mod selector;
+pub mod server;
+pub mod store;
 pub mod table;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use faults::Faults;
+pub use faults::{FaultRule, RequestCounts, RequestKey};
+use kubelet_loop::{Control, LoopOptions};
+use store::{Store, StoreOptions, WriteOptions};
+
+/// How to start the simulator.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// TCP port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Simulated nodes `sim-node-0..N`.
+    pub nodes: usize,
+    /// Watch events kept for replay (older resourceVersions get 410 Expired).
+    pub history: usize,
+    /// Interval of BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+    /// Deleted running pods disappear after ~50ms instead of their grace period.
+    pub fast_deletion: bool,
+    /// Run the pod simulator loop (scheduler + kubelet).
+    pub kubelet: bool,
+    /// Seed of the fault-injection random source.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            nodes: 3,
+            history: 10_000,
+            bookmark_interval: Duration::from_secs(1),
+            fast_deletion: true,
+            kubelet: true,
+            seed: 0x5EED,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("binding 127.0.0.1:{port}: {source}")]
+    Bind { port: u16, source: std::io::Error },
+    #[error("seeding the store: {0}")]
+    Seed(#[from] store::ApiError),
+}
+
+/// Entry point.
+pub struct Sim;
+
+/// A running simulator. Dropping it stops the server and its loops.
+pub struct SimHandle {
+    addr: SocketAddr,
+    store: Arc<Store>,
+    faults: Arc<Faults>,
+    state: Arc<server::State>,
+    control: Arc<Control>,
+    nodes: Vec<String>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+fn seed(store: &Store, nodes: &[String]) -> Result<(), store::ApiError> {
+    let opts = WriteOptions::default();
+    let internal = WriteOptions {
+        internal: true,
+        ..Default::default()
+    };
+    if let Some(ns) = store.lookup("", "v1", "namespaces") {
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            store.create(&ns, "", json!({"metadata": {"name": name}}), &opts)?;
+        }
+    }
+    if let Some(rt) = store.lookup("", "v1", "nodes") {
+        for n in nodes {
+            let ip = kubelet_loop::node_ip(nodes, n);
+            store.create(&rt, "", kubelet_loop::node_object(n, &ip), &internal)?;
+        }
+    }
+    Ok(())
+}
+
+impl Sim {
+    /// Bind, seed namespaces and nodes, and spawn the server, GC and pod loops.
+    pub async fn start(opts: Options) -> Result<SimHandle, SimError> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port))
+            .await
+            .map_err(|source| SimError::Bind {
+                port: opts.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            port: opts.port,
+            source,
+        })?;
+        let store = Arc::new(Store::new(StoreOptions {
+            history: opts.history,
+            ..Default::default()
+        }));
+        let nodes: Vec<String> = (0..opts.nodes).map(|i| format!("sim-node-{i}")).collect();
+        seed(&store, &nodes)?;
+        let faults = Arc::new(Faults::new(opts.seed));
+        let (epoch, _) = tokio::sync::watch::channel(0u64);
+        let state = Arc::new(server::State {
+            store: store.clone(),
+            faults: faults.clone(),
+            addr,
+            bookmark_interval: opts.bookmark_interval,
+            watch_epoch: epoch,
+        });
+        let (shutdown, rx) = tokio::sync::watch::channel(false);
+        let control = Arc::new(Control::default());
+        tokio::spawn(server::serve(listener, state.clone(), rx.clone()));
+        tokio::spawn(gc::run(store.clone(), rx.clone()));
+        if opts.kubelet {
+            let lo = LoopOptions {
+                nodes: nodes.clone(),
+                fast_deletion: opts.fast_deletion,
+            };
+            tokio::spawn(kubelet_loop::run(store.clone(), control.clone(), lo, rx));
+        }
+        Ok(SimHandle {
+            addr,
+            store,
+            faults,
+            state,
+            control,
+            nodes,
+            shutdown,
+        })
+    }
+}
+
+impl SimHandle {
+    /// `http://127.0.0.1:<port>`: give it to `kube::Config::new`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    /// Direct access to the object store (bypasses HTTP, faults and counters).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+    /// Write a kubeconfig (no auth, current context set) for kubectl.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        kubeconfig::write_kubeconfig(path, &self.url())
+    }
+    /// Snapshot of request counters by verb, resource and user agent.
+    pub fn requests(&self) -> RequestCounts {
+        self.faults.counts()
+    }
+    /// Write requests (create/update/patch/delete) since `snapshot`.
+    pub fn writes_since(&self, snapshot: &RequestCounts) -> u64 {
+        self.requests().since(snapshot).writes()
+    }
+    pub fn set_fault(&self, rule: FaultRule) {
+        self.faults.add_rule(rule);
+    }
+    pub fn clear_faults(&self) {
+        self.faults.clear_rules();
+    }
+    /// End every open watch connection (clients re-watch from their last resourceVersion).
+    pub fn drop_watches(&self) {
+        self.state.watch_epoch.send_modify(|e| *e += 1);
+    }
+    /// Forget the watch history: re-watching from an older resourceVersion yields 410.
+    pub fn compact_history(&self) {
+        self.store.compact_history();
+    }
+    /// An API server restart as clients see it: every watch drops, state is kept.
+    pub fn restart(&self) {
+        self.drop_watches();
+    }
+    /// Script the pod `ns/name` with `sim.tfjob.dev/<key>` keys (e.g. `("exit-code", "1")`),
+    /// taking precedence over its annotations; the pod may be created later.
+    pub fn script_pod<K: Into<String>, V: Into<String>>(
+        &self,
+        ns: &str,
+        name: &str,
+        keys: impl IntoIterator<Item = (K, V)>,
+    ) {
+        let keys: BTreeMap<String, String> = keys
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        self.control.script_pod(ns, name, keys);
+    }
+    /// The simulated node names.
+    pub fn nodes(&self) -> &[String] {
+        &self.nodes
+    }
+    /// Lose a node: NotReady, its unfinished pods Failed with reason NodeLost, no new pods.
+    pub fn lose_node(&self, node: &str) {
+        kubelet_loop::lose_node(&self.store, &self.control, node);
+    }
+    /// A stored object (as stored), for assertions without HTTP.
+    pub fn object(&self, api_version: &str, plural: &str, ns: &str, name: &str) -> Option<Value> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let rt = self.store.lookup(group, version, plural)?;
+        self.store.get(&rt, ns, name).map(|o| (*o).clone())
+    }
+    /// Stop the server and loops.
+    pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        self.drop_watches();
+    }
+}

@@ -1,0 +1,347 @@
+//! The pod simulator loop: schedules pods onto the simulated nodes, feeds each pod to the pure
+//! kubelet state machine and writes the status it returns, finishes graceful deletions, and
+//! simulates node loss (a background task over the store; no network I/O).
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::sync::broadcast::error::TryRecvError;
+
+use crate::kubelet;
+use crate::store::{
+    ApiError, DeleteOptions, ResourceId, ResourceType, Store, Sub, WriteOptions, meta,
+};
+
+/// Annotation prefix of pod scripts (read by the kubelet module).
+pub const SCRIPT_PREFIX: &str = "sim.tfjob.dev/";
+/// How long a deleted pod takes to go away in fast-deletion mode.
+pub const FAST_DELETION: Duration = Duration::from_millis(50);
+
+type PodKey = (String, String);
+
+/// Test-side control of the loop: per-pod scripts and lost nodes.
+#[derive(Default)]
+pub struct Control {
+    scripts: Mutex<BTreeMap<PodKey, BTreeMap<String, String>>>,
+    lost: Mutex<BTreeSet<String>>,
+    pub(crate) wake: Notify,
+}
+
+impl Control {
+    /// Script keys (as in the `sim.tfjob.dev/<key>` annotations) for the pod `ns/name`, applied
+    /// over its own annotations whenever the loop looks at it (it need not exist yet).
+    pub fn script_pod(&self, ns: &str, name: &str, keys: BTreeMap<String, String>) {
+        self.scripts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((ns.into(), name.into()), keys);
+        self.wake.notify_one();
+    }
+    pub fn mark_lost(&self, node: &str) {
+        self.lost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(node.into());
+    }
+    pub fn is_lost(&self, node: &str) -> bool {
+        self.lost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(node)
+    }
+    /// The pod with its scripted keys merged into its annotations.
+    fn effective(&self, pod: &Value) -> Value {
+        let key = (
+            meta::namespace(pod).to_string(),
+            meta::name(pod).to_string(),
+        );
+        let scripts = self.scripts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = pod.clone();
+        if let Some(keys) = scripts.get(&key) {
+            if !out["metadata"]["annotations"].is_object() {
+                out["metadata"]["annotations"] = json!({});
+            }
+            for (k, v) in keys {
+                out["metadata"]["annotations"][format!("{SCRIPT_PREFIX}{k}")] = json!(v);
+            }
+        }
+        out
+    }
+}
+
+/// Loop settings.
+#[derive(Clone, Debug)]
+pub struct LoopOptions {
+    pub nodes: Vec<String>,
+    pub fast_deletion: bool,
+}
+
+/// `10.0.0.<10+i>` for node i.
+pub fn node_ip(nodes: &[String], node: &str) -> String {
+    let i = nodes.iter().position(|n| n == node).unwrap_or(0);
+    format!("10.0.0.{}", 10 + i)
+}
+
+struct Loop {
+    store: Arc<Store>,
+    ctl: Arc<Control>,
+    opts: LoopOptions,
+    pods: ResourceType,
+    due: BTreeMap<PodKey, Timestamp>,
+    /// When fast deletion first saw each terminating pod (by uid).
+    terminating: BTreeMap<String, Timestamp>,
+    next_ip: u32,
+    next_node: usize,
+}
+
+/// Run until `shutdown` flips.
+pub async fn run(
+    store: Arc<Store>,
+    ctl: Arc<Control>,
+    opts: LoopOptions,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let Some(pods) = store.lookup("", "v1", "pods") else {
+        return;
+    };
+    let mut rx = store.subscribe();
+    let mut l = Loop {
+        store,
+        ctl,
+        opts,
+        pods,
+        due: BTreeMap::new(),
+        terminating: BTreeMap::new(),
+        next_ip: 2,
+        next_node: 0,
+    };
+    l.resync();
+    let pods_id = ResourceId::new("", "pods");
+    loop {
+        l.process_due();
+        let next = l.due.values().min().copied();
+        let sleep = next.map(|t| {
+            Duration::try_from(t.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO)
+        });
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Ok(ev) => if ev.resource == pods_id { l.touch(&ev.object) },
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => l.resync(),
+                Err(_) => return,
+            },
+            _ = tokio::time::sleep(sleep.unwrap_or(Duration::from_secs(3600))) => {}
+            _ = l.ctl.wake.notified() => l.resync(),
+            _ = shutdown.changed() => return,
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(ev) if ev.resource == pods_id => l.touch(&ev.object),
+                Ok(_) => {}
+                Err(TryRecvError::Lagged(_)) => l.resync(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl Loop {
+    fn touch(&mut self, pod: &Value) {
+        let key = (
+            meta::namespace(pod).to_string(),
+            meta::name(pod).to_string(),
+        );
+        self.due.insert(key, Timestamp::now());
+    }
+    fn resync(&mut self) {
+        let (pods, _) = self.store.list(&self.pods, None, |_| true);
+        for p in pods {
+            self.touch(&p);
+        }
+    }
+    fn process_due(&mut self) {
+        let now = Timestamp::now();
+        let ready: Vec<PodKey> = self
+            .due
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in ready {
+            self.due.remove(&key);
+            if let Some(next) = self.process(&key, now) {
+                self.due.insert(key, next);
+            }
+        }
+    }
+
+    fn write(&self, pod: &Value, sub: Sub, f: impl FnOnce(&mut Value)) -> Result<(), ApiError> {
+        let uid = meta::uid(pod).to_string();
+        let opts = WriteOptions {
+            internal: true,
+            sub,
+            ..Default::default()
+        };
+        self.store.write(
+            &self.pods,
+            meta::namespace(pod),
+            meta::name(pod),
+            &opts,
+            |cur| {
+                let cur = cur
+                    .filter(|c| meta::uid(c) == uid)
+                    .ok_or_else(|| ApiError::internal("pod replaced"))?;
+                let mut new = cur.clone();
+                f(&mut new);
+                Ok(new)
+            },
+        )?;
+        Ok(())
+    }
+
+    fn finish_deletion(&mut self, pod: &Value, now: Timestamp) -> Option<Timestamp> {
+        let uid = meta::uid(pod).to_string();
+        let due = if self.opts.fast_deletion {
+            *self.terminating.entry(uid.clone()).or_insert(now) + FAST_DELETION
+        } else {
+            pod["metadata"]["deletionTimestamp"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(now)
+        };
+        if now < due {
+            return Some(due);
+        }
+        self.terminating.remove(&uid);
+        let opts = DeleteOptions {
+            grace_seconds: Some(0),
+            precondition_uid: Some(uid),
+            ..Default::default()
+        };
+        let _ = self
+            .store
+            .delete(&self.pods, meta::namespace(pod), meta::name(pod), &opts);
+        None
+    }
+
+    fn pick_node(&mut self) -> Option<String> {
+        let n = self.opts.nodes.len();
+        for _ in 0..n {
+            let node = self.opts.nodes[self.next_node % n].clone();
+            self.next_node += 1;
+            if !self.ctl.is_lost(&node) {
+                return Some(node);
+            }
+        }
+        None
+    }
+
+    /// Look at one pod; returns when to look again.
+    fn process(&mut self, key: &PodKey, now: Timestamp) -> Option<Timestamp> {
+        let pod = self.store.get(&self.pods, &key.0, &key.1)?;
+        if meta::is_deleting(&pod) {
+            return self.finish_deletion(&pod, now);
+        }
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_string();
+        if node.is_empty() {
+            let node = self.pick_node()?;
+            let _ = self.write(&pod, Sub::Main, |p| p["spec"]["nodeName"] = json!(node));
+            return None; // the write's event brings the pod back
+        }
+        if self.ctl.is_lost(&node) {
+            return None;
+        }
+        let effective = self.ctl.effective(&pod);
+        let script = match kubelet::Script::from_pod(&effective) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(pod = %meta::name(&pod), "bad pod script: {e}");
+                return None;
+            }
+        };
+        let ip = match pod["status"]["podIP"].as_str() {
+            Some(ip) => ip.to_string(),
+            None => {
+                self.next_ip += 1;
+                format!("10.244.{}.{}", self.next_ip / 250, self.next_ip % 250 + 1)
+            }
+        };
+        let step = kubelet::step(&effective, &script, &node, &ip, now);
+        if let Some(mut status) = step.status {
+            if status["hostIP"].is_null() && !status["podIP"].is_null() {
+                let host = node_ip(&self.opts.nodes, &node);
+                status["hostIP"] = json!(host);
+                status["hostIPs"] = json!([{"ip": host}]);
+            }
+            let _ = self.write(&pod, Sub::Status, |p| p["status"] = status);
+        }
+        step.next_at
+    }
+}
+
+/// A node object as the sim creates it (Ready).
+pub fn node_object(name: &str, ip: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "type": "tfjob-sim"}},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "tfjob-sim node"}],
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"},
+            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"},
+        },
+    })
+}
+
+/// Node loss: the node turns NotReady (Unknown) and every unfinished pod on it is marked Failed
+/// with reason NodeLost (the kubelet is gone, so nothing else changes them).
+pub fn lose_node(store: &Store, ctl: &Control, node: &str) {
+    ctl.mark_lost(node);
+    let internal = WriteOptions {
+        internal: true,
+        sub: Sub::Status,
+        ..Default::default()
+    };
+    if let Some(nodes) = store.lookup("", "v1", "nodes") {
+        let _ = store.write(&nodes, "", node, &internal, |cur| {
+            let mut n = cur.cloned().ok_or_else(|| ApiError::not_found("", "nodes", node))?;
+            n["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status."}]);
+            Ok(n)
+        });
+    }
+    let Some(pods) = store.lookup("", "v1", "pods") else {
+        return;
+    };
+    let (on_node, _) = store.list(&pods, None, |p| p["spec"]["nodeName"] == node);
+    for pod in on_node {
+        if matches!(
+            pod["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        ) {
+            continue;
+        }
+        let msg = format!(
+            "Node {node} which was running pod {} is unresponsive",
+            meta::name(&pod)
+        );
+        let _ = store.write(
+            &pods,
+            meta::namespace(&pod),
+            meta::name(&pod),
+            &internal,
+            |cur| {
+                let mut p = cur
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found("", "pods", meta::name(&pod)))?;
+                p["status"]["phase"] = json!("Failed");
+                p["status"]["reason"] = json!("NodeLost");
+                p["status"]["message"] = json!(msg);
+                Ok(p)
+            },
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! Resource requests: get, list (selectors, limit/continue, tables), create, update, delete,
+//! deletecollection, pod log and eviction; conversion of events.k8s.io Events (no I/O besides
+//! the response).
+use bytes::Bytes;
+use http::{HeaderMap, Method, Response, header};
+use serde_json::{Value, json};
+
+use super::State;
+use super::respond::{self, Body};
+use super::route::{Query, ResourcePath};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::{
+    ApiError, Conversion, DeleteOptions, Deleted, ResourceType, Sub, WriteOptions, events_v1, meta,
+};
+
+/// One request, body already read.
+pub struct Req<'a> {
+    pub state: &'a State,
+    pub method: &'a Method,
+    pub headers: &'a HeaderMap,
+    pub query: &'a Query,
+    pub body: Bytes,
+}
+
+/// The resolved resource a request addresses.
+pub(super) struct Target {
+    /// As served at the request's path.
+    pub rt: ResourceType,
+    /// Where its objects are stored (differs for events.k8s.io Events).
+    pub st: ResourceType,
+    pub version: String,
+    pub ns: String,
+    pub all_namespaces: bool,
+    pub name: Option<String>,
+    pub sub: Option<String>,
+}
+
+impl Target {
+    /// An object as the client sees it at this path.
+    pub fn present(&self, obj: &Value) -> Value {
+        if self.rt.conversion == Conversion::EventsV1 {
+            return events_v1::from_core(obj);
+        }
+        let mut o = obj.clone();
+        o["apiVersion"] = json!(self.rt.api_version(&self.version));
+        o
+    }
+    /// A client's object in stored form.
+    pub fn to_storage(&self, obj: Value) -> Value {
+        if self.rt.conversion == Conversion::EventsV1 {
+            events_v1::to_core(&obj)
+        } else {
+            obj
+        }
+    }
+    pub fn write_options(&self, q: &Query) -> WriteOptions {
+        let sub = if self.sub.as_deref() == Some("status") {
+            Sub::Status
+        } else {
+            Sub::Main
+        };
+        let version = if self.rt.conversion == Conversion::None {
+            self.version.clone()
+        } else {
+            "v1".into()
+        };
+        WriteOptions {
+            version,
+            sub,
+            dry_run: q.get("dryRun").is_some(),
+            ..Default::default()
+        }
+    }
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+}
+
+/// Label, field and namespace filter of a list or watch.
+pub(super) struct Filter {
+    label: Option<LabelSelector>,
+    field: Option<FieldSelector>,
+    ns: Option<String>,
+}
+
+impl Filter {
+    pub fn from_query(q: &Query, t: &Target) -> Result<Self, ApiError> {
+        let label = q
+            .get("labelSelector")
+            .map(LabelSelector::parse)
+            .transpose()
+            .map_err(ApiError::bad_request)?;
+        let field = match q.get("fieldSelector") {
+            None => None,
+            Some(s) => {
+                let s = if t.rt.conversion == Conversion::EventsV1 {
+                    events_v1::field_selector_to_core(s)
+                } else {
+                    s.to_string()
+                };
+                Some(FieldSelector::parse(&s, &t.st.kind).map_err(ApiError::bad_request)?)
+            }
+        };
+        let ns = (!t.all_namespaces && t.rt.namespaced).then(|| t.ns.clone());
+        Ok(Self { label, field, ns })
+    }
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.ns
+            .as_deref()
+            .is_none_or(|ns| meta::namespace(obj) == ns)
+            && self
+                .label
+                .as_ref()
+                .is_none_or(|l| l.matches(meta::labels(obj)))
+            && self.field.as_ref().is_none_or(|f| f.matches(obj))
+    }
+}
+
+pub(super) fn wants_table(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"))
+}
+
+pub(super) fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
+    })
+}
+
+pub(super) fn table(req: &Req<'_>, t: &Target, objs: &[Value], list_meta: Value) -> Value {
+    let cols =
+        t.rt.columns
+            .get(&t.version)
+            .filter(|c| !c.is_empty())
+            .map(Vec::as_slice);
+    let include = req.query.get("includeObject").unwrap_or("Metadata");
+    crate::table::table(
+        &t.rt.kind,
+        objs,
+        cols,
+        include,
+        list_meta,
+        jiff::Timestamp::now(),
+    )
+}
+
+fn resolve(req: &Req<'_>, p: ResourcePath) -> Result<Target, ApiError> {
+    let store = &req.state.store;
+    let not_found = || {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
+    let rt = store
+        .lookup(&p.group, &p.version, &p.plural)
+        .ok_or_else(not_found)?;
+    if (p.namespace.is_some() && !rt.namespaced)
+        || (rt.namespaced && p.namespace.is_none() && p.name.is_some())
+    {
+        return Err(not_found());
+    }
+    let st = if rt.conversion == Conversion::None {
+        rt.clone()
+    } else {
+        store.resource_type(&rt.storage).ok_or_else(not_found)?
+    };
+    let sub_ok = match p.sub.as_deref() {
+        None => true,
+        Some("status") => rt.has_status,
+        Some(s) => rt.subresources.iter().any(|x| x == s),
+    };
+    if !sub_ok {
+        return Err(not_found());
+    }
+    Ok(Target {
+        all_namespaces: p.namespace.is_none(),
+        ns: p.namespace.unwrap_or_default(),
+        rt,
+        st,
+        version: p.version,
+        name: p.name,
+        sub: p.sub,
+    })
+}
+
+pub async fn handle(req: &Req<'_>, p: ResourcePath) -> Result<Response<Body>, ApiError> {
+    let t = resolve(req, p)?;
+    let ct = req.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if ct.contains("protobuf") || ct.contains("cbor") {
+        // Decoding protobuf needs every built-in type's schema; JSON is what kube-rs and
+        // `kubectl apply/patch/delete` send. (`kubectl create <generator>` sends protobuf.)
+        return Err(ApiError::unsupported_media("application/json, application/yaml"));
+    }
+    let sub = t.sub.as_deref();
+    match (req.method.as_str(), t.name.is_some(), sub) {
+        ("GET", true, Some("log")) => Ok(pod_log(req, &t)),
+        ("GET", true, _) => get(req, &t),
+        ("GET", false, _) if req.query.flag("watch") => super::watch::watch(req, &t),
+        ("GET", false, _) => list(req, &t),
+        ("POST", false, _) => create(req, &t),
+        ("POST", true, Some("eviction")) => evict(req, &t),
+        ("PUT", true, None | Some("status")) => update(req, &t),
+        ("PATCH", true, None | Some("status")) => super::patching::patch(req, &t),
+        ("DELETE", true, None) => delete(req, &t),
+        ("DELETE", false, None) => delete_collection(req, &t),
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn get(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let obj = req
+        .state
+        .store
+        .get(&t.st, &t.ns, t.name())
+        .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
+    let obj = t.present(&obj);
+    if wants_table(req.headers) {
+        let rv = meta::resource_version(&obj).to_string();
+        return Ok(respond::json(
+            200,
+            &table(req, t, &[obj], json!({"resourceVersion": rv})),
+        ));
+    }
+    Ok(respond::json(200, &obj))
+}
+
+fn continue_token(obj: &Value) -> String {
+    format!("{}\u{1}{}", meta::namespace(obj), meta::name(obj))
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn decode_token(token: &str) -> Result<(String, String), ApiError> {
+    let bad = || ApiError::bad_request("invalid continue token");
+    let bytes: Result<Vec<u8>, _> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(token.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect();
+    let s = String::from_utf8(bytes.map_err(|_| bad())?).map_err(|_| bad())?;
+    let (ns, name) = s.split_once('\u{1}').ok_or_else(bad)?;
+    Ok((ns.into(), name.into()))
+}
+
+fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let filter = Filter::from_query(req.query, t)?;
+    let after = req.query.get("continue").map(decode_token).transpose()?;
+    let (items, rv) = req.state.store.list(&t.st, None, |o| {
+        filter.matches(o)
+            && after.as_ref().is_none_or(|(ns, n)| {
+                (meta::namespace(o), meta::name(o)) > (ns.as_str(), n.as_str())
+            })
+    });
+    let limit = req
+        .query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let mut list_meta = json!({"resourceVersion": rv.to_string()});
+    let mut page: Vec<Value> = items
+        .iter()
+        .take(limit.unwrap_or(usize::MAX))
+        .map(|o| t.present(o))
+        .collect();
+    if let Some(l) = limit {
+        if items.len() > l {
+            list_meta["continue"] = json!(continue_token(&items[l - 1]));
+            list_meta["remainingItemCount"] = json!(items.len() - l);
+        }
+    }
+    if wants_table(req.headers) {
+        return Ok(respond::json(200, &table(req, t, &page, list_meta)));
+    }
+    for o in &mut page {
+        // Items of a typed list carry no kind/apiVersion except for custom resources.
+        if t.rt.builtin {
+            if let Some(m) = o.as_object_mut() {
+                m.remove("kind");
+                m.remove("apiVersion");
+            }
+        }
+    }
+    let list = json!({
+        "kind": format!("{}List", t.rt.kind), "apiVersion": t.rt.api_version(&t.version),
+        "metadata": list_meta, "items": page,
+    });
+    Ok(respond::json(200, &list))
+}
+
+fn create(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let obj = t.to_storage(parse_json(&req.body)?);
+    let created = req
+        .state
+        .store
+        .create(&t.st, &t.ns, obj, &t.write_options(req.query))?;
+    Ok(respond::json(201, &t.present(&created)))
+}
+
+fn update(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let obj = t.to_storage(parse_json(&req.body)?);
+    let (group, plural, name) = (&t.rt.group, &t.rt.plural, t.name());
+    let out =
+        req.state.store.write(
+            &t.st,
+            &t.ns,
+            name,
+            &t.write_options(req.query),
+            |cur| match cur {
+                None => Err(ApiError::not_found(group, plural, name)),
+                Some(_) => Ok(obj),
+            },
+        )?;
+    Ok(respond::json(200, &t.present(&out)))
+}
+
+fn delete_options(req: &Req<'_>) -> Result<DeleteOptions, ApiError> {
+    let body = if req.body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        parse_json(&req.body)?
+    };
+    let mut opts = DeleteOptions::from_body(&body);
+    if let Some(p) = req.query.get("propagationPolicy") {
+        opts.propagation = Some(p.into());
+    }
+    if let Some(g) = req
+        .query
+        .get("gracePeriodSeconds")
+        .and_then(|g| g.parse().ok())
+    {
+        opts.grace_seconds = Some(g);
+    }
+    opts.dry_run |= req.query.get("dryRun").is_some();
+    if let Some(p) = opts.propagation.as_deref() {
+        if !matches!(p, "Background" | "Foreground" | "Orphan") {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: \"{p}\""
+            )));
+        }
+    }
+    Ok(opts)
+}
+
+fn delete(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let opts = delete_options(req)?;
+    match req.state.store.delete(&t.st, &t.ns, t.name(), &opts)? {
+        Deleted::Pending(o) => Ok(respond::json(200, &t.present(&o))),
+        // Pods answer with the deleted object, other kinds with a success Status (as the real
+        // registries do).
+        Deleted::Gone(o) if t.rt.plural == "pods" && t.rt.group.is_empty() => {
+            Ok(respond::json(200, &t.present(&o)))
+        }
+        Deleted::Gone(o) => Ok(respond::json(
+            200,
+            &respond::success_status(&t.rt.group, &t.rt.plural, t.name(), meta::uid(&o)),
+        )),
+    }
+}
+
+fn delete_collection(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let opts = delete_options(req)?;
+    let filter = Filter::from_query(req.query, t)?;
+    let (items, rv) = req.state.store.list(&t.st, None, |o| filter.matches(o));
+    let mut out = Vec::new();
+    for o in items {
+        match req
+            .state
+            .store
+            .delete(&t.st, meta::namespace(&o), meta::name(&o), &opts)
+        {
+            Ok(Deleted::Gone(d) | Deleted::Pending(d)) => out.push(t.present(&d)),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let list = json!({"kind": format!("{}List", t.rt.kind), "apiVersion": t.rt.api_version(&t.version),
+        "metadata": {"resourceVersion": rv.to_string()}, "items": out});
+    Ok(respond::json(200, &list))
+}
+
+fn pod_log(req: &Req<'_>, t: &Target) -> Response<Body> {
+    let container = req.query.get("container").unwrap_or("");
+    respond::text(
+        200,
+        format!(
+            "tfjob-sim: pod {}/{} container {container:?} ran in the simulator (no real logs)\n",
+            t.ns,
+            t.name()
+        ),
+    )
+}
+
+fn evict(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let body = if req.body.is_empty() {
+        Value::Null
+    } else {
+        parse_json(&req.body)?
+    };
+    let opts = DeleteOptions::from_body(&body["deleteOptions"]);
+    req.state.store.delete(&t.st, &t.ns, t.name(), &opts)?;
+    Ok(respond::json(
+        201,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}

@@ -1,0 +1,164 @@
+//! The HTTP/1.1 front end: accepts connections, reads each request body whole, counts and
+//! faults requests, routes them to discovery, CRUD and watch handlers (network I/O).
+mod crud;
+pub mod discovery;
+mod patching;
+pub mod respond;
+pub mod route;
+mod watch;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::faults::Faults;
+use crate::store::{ApiError, Store};
+use respond::Body;
+use route::{Query, Route};
+
+/// What every request handler can reach.
+pub struct State {
+    pub store: Arc<Store>,
+    pub faults: Arc<Faults>,
+    pub addr: SocketAddr,
+    pub bookmark_interval: Duration,
+    /// Bumped to end every open watch (dropped connections, restarts).
+    pub watch_epoch: tokio::sync::watch::Sender<u64>,
+}
+
+/// Accept connections until `shutdown` flips to true.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<State>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let conn = tokio::select! {
+            c = listener.accept() => c,
+            _ = shutdown.changed() => return,
+        };
+        let Ok((stream, _)) = conn else { continue };
+        let state = state.clone();
+        let mut stop = shutdown.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| handle(state.clone(), req));
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc);
+            tokio::select! {
+                r = conn => { if let Err(e) = r { tracing::debug!("connection ended: {e}"); } }
+                _ = stop.changed() => {}
+            }
+        });
+    }
+}
+
+/// Verb and counted resource name ("pods", "pods/status") of a request.
+fn classify(method: &Method, route: &Route, q: &Query) -> (&'static str, String) {
+    let Route::Resource(p) = route else {
+        return ("get", "discovery".into());
+    };
+    let resource = match &p.sub {
+        Some(s) => format!("{}/{s}", p.plural),
+        None => p.plural.clone(),
+    };
+    let verb = match (method.as_str(), p.name.is_some()) {
+        ("GET", true) => "get",
+        ("GET", false) if q.flag("watch") => "watch",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "other",
+    };
+    (verb, resource)
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let (parts, body) = req.into_parts();
+    // Always drain the body first: a leftover body would corrupt the next keep-alive request.
+    let body: Bytes = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Ok(respond::error(&ApiError::bad_request(format!(
+                "reading body: {e}"
+            ))));
+        }
+    };
+    let route = route::parse(parts.uri.path());
+    let query = Query::parse(parts.uri.query());
+    let ua = parts
+        .headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let (verb, resource) = classify(&parts.method, &route, &query);
+    state.faults.record(verb, &resource, ua);
+    let decision = state.faults.decide(verb, &resource);
+    if !decision.latency.is_zero() {
+        tokio::time::sleep(decision.latency).await;
+    }
+    if let Some(e) = decision.error {
+        return Ok(respond::error(&e));
+    }
+    let req = crud::Req {
+        state: &state,
+        method: &parts.method,
+        headers: &parts.headers,
+        query: &query,
+        body,
+    };
+    Ok(dispatch(&req, route).await)
+}
+
+async fn dispatch(req: &crud::Req<'_>, route: Route) -> Response<Body> {
+    let reg = || req.state.store.registry();
+    let not_found = || {
+        respond::error(&ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ))
+    };
+    match route {
+        Route::Version => respond::json(200, &discovery::version()),
+        Route::Health => respond::text(200, "ok".into()),
+        Route::Api => respond::json(200, &discovery::api_versions(&req.state.addr.to_string())),
+        Route::Apis => respond::json(200, &discovery::api_group_list(&reg())),
+        Route::Group(g) => {
+            discovery::api_group(&reg(), &g).map_or_else(not_found, |v| respond::json(200, &v))
+        }
+        Route::GroupVersion { group, version } => {
+            discovery::resource_list(&reg(), &group, &version)
+                .map_or_else(not_found, |v| respond::json(200, &v))
+        }
+        // An empty protobuf message is a valid, empty OpenAPI v2 document: kubectl finds no
+        // schema there and relies on server-side field validation (see openapi v3).
+        Route::OpenApiV2 => respond::bytes(
+            200,
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            Bytes::new(),
+        ),
+        Route::OpenApiV3Root => respond::json(
+            200,
+            &discovery::openapi_v3_root(&reg(), req.state.store.resource_version()),
+        ),
+        Route::OpenApiV3(p) => discovery::openapi_v3_group_version(&reg(), &p)
+            .map_or_else(not_found, |v| respond::json(200, &v)),
+        Route::Resource(p) => match crud::handle(req, p).await {
+            Ok(r) => r,
+            Err(e) => respond::error(&e),
+        },
+        Route::NotFound => not_found(),
+    }
+}

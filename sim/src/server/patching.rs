@@ -1,0 +1,128 @@
+//! PATCH requests: choose the patch flavour from the content type and apply it atomically to
+//! the stored object through the patch module (no I/O besides the response).
+use http::{Response, header};
+use serde_json::{Value, json};
+
+use super::crud::{Req, Target, parse_json};
+use super::respond::{self, Body};
+use crate::patch::{self, PatchError};
+use crate::store::{ApiError, meta};
+
+const ACCEPTED_CR: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavour {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+fn flavour(req: &Req<'_>, t: &Target) -> Result<Flavour, ApiError> {
+    let ct = req
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let accepted = if t.rt.builtin { ACCEPTED } else { ACCEPTED_CR };
+    match ct.split(';').next().unwrap_or("").trim() {
+        "application/json-patch+json" => Ok(Flavour::Json),
+        "application/merge-patch+json" => Ok(Flavour::Merge),
+        "application/strategic-merge-patch+json" if t.rt.builtin => Ok(Flavour::Strategic),
+        "application/apply-patch+yaml" => Ok(Flavour::Apply),
+        _ => Err(ApiError::unsupported_media(accepted)),
+    }
+}
+
+fn patch_error(e: PatchError) -> ApiError {
+    let code = e.http_code();
+    let reason = match code {
+        400 => "BadRequest",
+        409 => "Conflict",
+        415 => "UnsupportedMediaType",
+        _ => "Invalid",
+    };
+    ApiError::new(code, reason, e.to_string())
+}
+
+fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
+    let s = std::str::from_utf8(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    serde_saphyr::from_str::<Value>(s)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
+
+pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let fl = flavour(req, t)?;
+    let body = if fl == Flavour::Apply {
+        parse_apply_body(&req.body)?
+    } else {
+        parse_json(&req.body)?
+    };
+    let manager = req.query.get("fieldManager").unwrap_or("").to_string();
+    if fl == Flavour::Apply && manager.is_empty() {
+        let cause = (
+            "fieldManager".to_string(),
+            "FieldValueRequired".to_string(),
+            "Required value: is required for apply patch".to_string(),
+        );
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            &[cause],
+        ));
+    }
+    let force = req.query.flag("force");
+    let (group, plural, name) = (
+        t.rt.group.clone(),
+        t.rt.plural.clone(),
+        t.name().to_string(),
+    );
+    let mut opts = t.write_options(req.query);
+    opts.unconditional = true;
+    let out = req.state.store.write(&t.st, &t.ns, &name, &opts, |cur| {
+        let now = meta::format_time(jiff::Timestamp::now());
+        let Some(cur) = cur else {
+            if fl != Flavour::Apply {
+                return Err(ApiError::not_found(&group, &plural, &name));
+            }
+            let mut created = patch::server_side_apply(
+                None,
+                &body,
+                &manager,
+                t.rt.builtin,
+                &t.rt.kind,
+                force,
+                &now,
+            )
+            .map_err(patch_error)?;
+            created["metadata"]["name"] = json!(name);
+            return Ok(t.to_storage(created));
+        };
+        let mut obj = t.present(cur);
+        match fl {
+            Flavour::Merge => patch::merge_patch(&mut obj, &body),
+            Flavour::Json => patch::json_patch(&mut obj, &body).map_err(patch_error)?,
+            Flavour::Strategic => {
+                patch::strategic_merge(&mut obj, &body, &t.rt.kind).map_err(patch_error)?
+            }
+            Flavour::Apply => {
+                obj = patch::server_side_apply(
+                    Some(&obj),
+                    &body,
+                    &manager,
+                    t.rt.builtin,
+                    &t.rt.kind,
+                    force,
+                    &now,
+                )
+                .map_err(patch_error)?
+            }
+        }
+        Ok(t.to_storage(obj))
+    })?;
+    Ok(respond::json(200, &t.present(&out)))
+}

@@ -1,0 +1,176 @@
+//! Watch streams: replay from a resourceVersion (or the current state), live events filtered by
+//! namespace and selectors (with ADDED/DELETED when an object enters or leaves the selection),
+//! bookmarks, initial-events-end, timeouts, 410 as an ERROR event (network I/O via a task).
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::SinkExt;
+use futures::channel::mpsc;
+use http::Response;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::crud::{Filter, Req, Target, wants_table};
+use super::respond::{self, Body};
+use crate::store::{ApiError, EventType, WatchEvent};
+
+struct Watcher {
+    target: Target,
+    filter: Filter,
+    table: Option<String>,
+    tx: mpsc::Sender<Bytes>,
+    /// Highest resourceVersion this watcher has seen (for bookmarks).
+    progress: u64,
+}
+
+impl Watcher {
+    fn render(&self, obj: &Value) -> Value {
+        let o = self.target.present(obj);
+        match &self.table {
+            None => o,
+            Some(include) => {
+                let cols = self
+                    .target
+                    .rt
+                    .columns
+                    .get(&self.target.version)
+                    .filter(|c| !c.is_empty())
+                    .map(Vec::as_slice);
+                crate::table::table(
+                    &self.target.rt.kind,
+                    &[o],
+                    cols,
+                    include,
+                    json!({}),
+                    jiff::Timestamp::now(),
+                )
+            }
+        }
+    }
+    async fn send(&mut self, kind: &str, object: Value) -> bool {
+        let mut line =
+            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+        line.push(b'\n');
+        self.tx.send(Bytes::from(line)).await.is_ok()
+    }
+    async fn bookmark(&mut self, initial_end: bool) -> bool {
+        let mut md = json!({"resourceVersion": self.progress.to_string()});
+        if initial_end {
+            md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let rt = &self.target.rt;
+        let obj = json!({"kind": rt.kind, "apiVersion": rt.api_version(&self.target.version), "metadata": md});
+        self.send("BOOKMARK", obj).await
+    }
+    /// Send one store event as this watcher sees it; false when the client is gone.
+    async fn event(&mut self, ev: &WatchEvent) -> bool {
+        self.progress = self.progress.max(ev.rv);
+        if ev.resource != self.target.st.storage {
+            return true;
+        }
+        let now = self.filter.matches(&ev.object);
+        let before = ev.old.as_ref().is_some_and(|o| self.filter.matches(o));
+        let kind = match ev.kind {
+            EventType::Added if now => "ADDED",
+            EventType::Deleted if now || before => "DELETED",
+            EventType::Modified if now && before => "MODIFIED",
+            EventType::Modified if now => "ADDED",
+            EventType::Modified if before => "DELETED",
+            _ => return true,
+        };
+        let obj = self.render(&ev.object);
+        self.send(kind, obj).await
+    }
+}
+
+/// Start a watch; the response body streams until timeout, client hang-up or a forced drop.
+pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
+    let filter = Filter::from_query(req.query, t)?;
+    let q = req.query;
+    let initial = q.flag("sendInitialEvents");
+    let from = match q.get("resourceVersion") {
+        None | Some("0") => None,
+        Some(_) if initial => None,
+        Some(rv) => Some(
+            rv.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        ),
+    };
+    let bookmarks = q.flag("allowWatchBookmarks");
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let (tx, rx) = mpsc::channel(256);
+    let target = Target {
+        rt: t.rt.clone(),
+        st: t.st.clone(),
+        version: t.version.clone(),
+        ns: t.ns.clone(),
+        all_namespaces: t.all_namespaces,
+        name: None,
+        sub: None,
+    };
+    let table =
+        wants_table(req.headers).then(|| q.get("includeObject").unwrap_or("Metadata").to_string());
+    let mut w = Watcher {
+        target,
+        filter,
+        table,
+        tx,
+        progress: 0,
+    };
+    let sub = req.state.store.watch(&t.st.storage, from);
+    let mut epoch = req.state.watch_epoch.subscribe();
+    let interval = req.state.bookmark_interval;
+    tokio::spawn(async move {
+        let mut sub = match sub {
+            Ok(s) => s,
+            Err(e) => {
+                // kube-rs re-lists on this; an HTTP 410 instead would make it retry forever.
+                w.send("ERROR", e.to_status()).await;
+                return;
+            }
+        };
+        w.progress = sub.rv;
+        for o in std::mem::take(&mut sub.snapshot) {
+            if w.filter.matches(&o) {
+                let obj = w.render(&o);
+                if !w.send("ADDED", obj).await {
+                    return;
+                }
+            }
+        }
+        if initial && bookmarks && !w.bookmark(true).await {
+            return;
+        }
+        for ev in std::mem::take(&mut sub.replay) {
+            if !w.event(&ev).await {
+                return;
+            }
+        }
+        let deadline = timeout.map(|d| tokio::time::Instant::now() + d);
+        let mut tick = tokio::time::interval(interval);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                ev = sub.rx.recv() => match ev {
+                    Ok(ev) => if !w.event(&ev).await { return },
+                    // Too slow or the store is gone: end the stream, the client re-watches.
+                    Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
+                },
+                _ = tick.tick(), if bookmarks => if !w.bookmark(false).await { return },
+                _ = sleep_until(deadline) => return,
+                _ = epoch.changed() => return,
+            }
+        }
+    });
+    Ok(respond::stream(rx))
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,353 @@
+//! Create and update: the metadata the server owns, generation, status isolation, optimistic
+//! concurrency, schema admission and finalizer-driven removal (no I/O).
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{ApiError, EventType, Inner, ResourceType, Store, crd, kinds, meta};
+
+/// Which part of the object a write may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Sub {
+    /// The object: `.status` is kept from the stored object (if the kind has a status subresource).
+    #[default]
+    Main,
+    /// The `/status` subresource: only `.status` changes.
+    Status,
+}
+
+/// How a write behaves.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// Version the client used (for apiVersion and schema); empty = the preferred one.
+    pub version: String,
+    pub sub: Sub,
+    /// Patches: no resourceVersion required in the body.
+    pub unconditional: bool,
+    /// Server-internal write (scheduler, kubelet, GC): spec and status both taken as given, no
+    /// generation bump.
+    pub internal: bool,
+    pub dry_run: bool,
+}
+
+impl Store {
+    /// POST: create `obj` in `ns`.
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        let mut inner = self.lock();
+        inner.create(&self.tx, rt, ns, obj, opts)
+    }
+
+    /// PUT / PATCH / apply: `f` maps the stored object (None if absent) to the new one; on None
+    /// the result is created (apply), otherwise `f` should answer 404.
+    pub fn write(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &WriteOptions,
+        f: impl FnOnce(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<Arc<Value>, ApiError> {
+        let mut inner = self.lock();
+        let current = inner.get(&rt.storage, ns, name).cloned();
+        let new = f(current.as_deref())?;
+        let result = match current {
+            None => inner.create(&self.tx, rt, ns, new, opts),
+            Some(cur) => inner.update(&self.tx, rt, cur, new, opts),
+        };
+        drop(inner);
+        if result
+            .as_ref()
+            .is_ok_and(|o| !meta::owner_uids(o).is_empty() || meta::is_deleting(o))
+        {
+            self.gc_wakeup.notify_one();
+        }
+        result
+    }
+}
+
+fn version_of(rt: &ResourceType, opts: &WriteOptions) -> String {
+    if opts.version.is_empty() {
+        rt.preferred_version().to_string()
+    } else {
+        opts.version.clone()
+    }
+}
+
+fn admit(
+    rt: &ResourceType,
+    version: &str,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let Some(schema) = rt.schemas.get(version) else {
+        return Ok(());
+    };
+    schema.admit(obj, old).map_err(|causes| {
+        let causes: Vec<_> = causes
+            .into_iter()
+            .map(|c| (c.field, c.reason, c.message))
+            .collect();
+        ApiError::invalid(&rt.group, &rt.kind, meta::name(obj), &causes)
+    })
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+impl Inner {
+    fn check_namespace(&self, rt: &ResourceType, ns: &str) -> Result<(), ApiError> {
+        if !rt.namespaced {
+            return Ok(());
+        }
+        let nss = super::ResourceId::new("", "namespaces");
+        match self.get(&nss, "", ns) {
+            None => Err(ApiError::not_found("", "namespaces", ns)),
+            Some(n) if meta::is_deleting(n) => Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn assign_name(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        obj: &mut Value,
+    ) -> Result<String, ApiError> {
+        let mut name = meta::name(obj).to_string();
+        if name.is_empty() {
+            let Some(prefix) = obj["metadata"]["generateName"].as_str().map(String::from) else {
+                let cause = (
+                    "metadata.name".into(),
+                    "FieldValueRequired".into(),
+                    "Required value: name or generateName is required".into(),
+                );
+                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
+            };
+            name = format!("{prefix}{}", meta::name_suffix());
+            while self.get(&rt.storage, ns, &name).is_some() {
+                name = format!("{prefix}{}", meta::name_suffix());
+            }
+        }
+        if !is_dns_subdomain(&name) {
+            let msg = format!(
+                "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+            );
+            let cause = ("metadata.name".into(), "FieldValueInvalid".into(), msg);
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &[cause]));
+        }
+        Ok(name)
+    }
+
+    pub(super) fn create(
+        &mut self,
+        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        if !obj.is_object() || !obj["metadata"].is_object() && !obj["metadata"].is_null() {
+            return Err(ApiError::bad_request(
+                "the body of the request is not a valid object",
+            ));
+        }
+        let body_ns = meta::namespace(&obj).to_string();
+        if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        self.check_namespace(rt, ns)?;
+        let name = self.assign_name(rt, ns, &mut obj)?;
+        let ns = if rt.namespaced { ns } else { "" };
+        if self.get(&rt.storage, ns, &name).is_some() {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        let version = version_of(rt, opts);
+        obj["apiVersion"] = json!(rt.api_version(&version));
+        obj["kind"] = json!(rt.kind);
+        let md = &mut obj["metadata"];
+        md["name"] = json!(name);
+        if rt.namespaced {
+            md["namespace"] = json!(ns);
+        } else if let Some(m) = md.as_object_mut() {
+            m.remove("namespace");
+        }
+        md["uid"] = json!(meta::new_uid());
+        md["creationTimestamp"] = json!(meta::now_string());
+        if let Some(m) = md.as_object_mut() {
+            for k in [
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "resourceVersion",
+                "selfLink",
+            ] {
+                m.remove(k);
+            }
+            if rt.has_generation {
+                m.insert("generation".into(), json!(1));
+            } else {
+                m.remove("generation");
+            }
+        }
+        if rt.has_status && !opts.internal {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        kinds::on_create(self, rt, &mut obj);
+        admit(rt, &version, &mut obj, None)?;
+        let new_type = crd::on_write(&mut obj, rt)?;
+        if opts.dry_run {
+            return Ok(Arc::new(obj));
+        }
+        if let Some(t) = new_type {
+            self.registry.insert(t);
+        }
+        Ok(self.commit(tx, &rt.storage.clone(), EventType::Added, obj, None))
+    }
+
+    fn merge_update(
+        &self,
+        rt: &ResourceType,
+        cur: &Value,
+        new: Value,
+        opts: &WriteOptions,
+    ) -> Value {
+        if opts.sub == Sub::Status {
+            let mut out = cur.clone();
+            out["status"] = new.get("status").cloned().unwrap_or(Value::Null);
+            if let Some(mf) = new["metadata"].get("managedFields") {
+                out["metadata"]["managedFields"] = mf.clone();
+            }
+            if out["status"].is_null() {
+                if let Some(m) = out.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            return out;
+        }
+        let mut out = new;
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "namespace",
+            "generation",
+        ] {
+            match cur["metadata"].get(k) {
+                Some(v) => out["metadata"][k] = v.clone(),
+                None => {
+                    if let Some(m) = out["metadata"].as_object_mut() {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+        if rt.has_status && !opts.internal {
+            match cur.get("status") {
+                Some(s) => out["status"] = s.clone(),
+                None => {
+                    if let Some(m) = out.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub(super) fn update(
+        &mut self,
+        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        rt: &ResourceType,
+        cur: Arc<Value>,
+        new: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        let name = meta::name(&cur).to_string();
+        if !new.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request is not a valid object",
+            ));
+        }
+        if meta::name(&new) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                meta::name(&new)
+            )));
+        }
+        let rv = meta::resource_version(&new);
+        if !rv.is_empty() && rv != meta::resource_version(&cur) {
+            return Err(ApiError::stale(&rt.group, &rt.plural, &name));
+        }
+        if rv.is_empty() && rt.requires_rv_on_update && !opts.unconditional && !opts.internal {
+            let cause = (
+                "metadata.resourceVersion".into(),
+                "FieldValueInvalid".into(),
+                "Invalid value: 0x0: must be specified for an update".into(),
+            );
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &[cause]));
+        }
+        let version = version_of(rt, opts);
+        let mut out = self.merge_update(rt, &cur, new, opts);
+        out["apiVersion"] = json!(rt.api_version(&version));
+        out["kind"] = json!(rt.kind);
+        out["metadata"]["name"] = json!(name);
+        out["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"].clone();
+        if rt.has_generation && !opts.internal && meta::spec_part(&out) != meta::spec_part(&cur) {
+            let g = cur["metadata"]["generation"].as_i64().unwrap_or(0);
+            out["metadata"]["generation"] = json!(g + 1);
+        }
+        admit(rt, &version, &mut out, Some(&cur))?;
+        let new_type = crd::on_write(&mut out, rt)?;
+        if meta::same_content(&cur, &out) || opts.dry_run {
+            return Ok(if opts.dry_run { Arc::new(out) } else { cur });
+        }
+        let grace = out["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0);
+        if meta::is_deleting(&out) && meta::finalizers(&out).is_empty() && grace == 0 {
+            return Ok(self.remove(tx, rt, out, Some(cur)));
+        }
+        if let Some(t) = new_type {
+            self.registry.insert(t);
+        }
+        Ok(self.commit(tx, &rt.storage.clone(), EventType::Modified, out, Some(cur)))
+    }
+
+    /// Remove an object for good, with the side effects of its kind.
+    pub(super) fn remove(
+        &mut self,
+        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        rt: &ResourceType,
+        obj: Value,
+        old: Option<Arc<Value>>,
+    ) -> Arc<Value> {
+        let removed = self.commit(tx, &rt.storage.clone(), EventType::Deleted, obj, old);
+        if rt.kind == "CustomResourceDefinition" {
+            crd::on_removed(self, tx, &removed);
+        }
+        removed
+    }
+}
