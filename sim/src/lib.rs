@@ -5,8 +5,8 @@
 
 pub mod faults;
 pub mod gc;
-pub mod kubeconfig;
 pub mod jsonpath;
+pub mod kubeconfig;
 pub mod kubelet;
 pub mod kubelet_loop;
 pub mod patch;

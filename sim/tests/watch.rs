@@ -7,9 +7,9 @@ use std::time::Duration;
 use common::*;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::ResourceExt;
 use serde_json::json;
 use tfjob_sim::Options;
 
@@ -23,21 +23,58 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 async fn watch_from_a_resource_version_replays_exactly_the_later_events() {
     let (sim, client) = start().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    let a = cms.create(&PostParams::default(), &cm("a", json!({}))).await.expect("a");
+    let a = cms
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .expect("a");
     let from = a.resource_version().expect("rv");
-    cms.create(&PostParams::default(), &cm("b", json!({}))).await.expect("b");
-    cms.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "1"}}))).await.expect("patch");
+    cms.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .expect("b");
+    cms.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"x": "1"}})),
+    )
+    .await
+    .expect("patch");
     cms.delete("b", &Default::default()).await.expect("delete");
     let path = format!("{CMS}?watch=true&resourceVersion={from}&timeoutSeconds=1");
-    let r = raw(&sim.url(), "GET", &path, "application/json", "", Duration::from_secs(5)).await;
+    let r = raw(
+        &sim.url(),
+        "GET",
+        &path,
+        "application/json",
+        "",
+        Duration::from_secs(5),
+    )
+    .await;
     let evs = watch_events(&r.body);
     let got: Vec<(String, String)> = evs
         .iter()
-        .map(|e| (e["type"].as_str().unwrap_or("").into(), e["object"]["metadata"]["name"].as_str().unwrap_or("").into()))
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").into(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .into(),
+            )
+        })
         .collect();
-    let want = [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")].map(|(t, n)| (t.to_string(), n.to_string()));
+    let want = [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+        .map(|(t, n)| (t.to_string(), n.to_string()));
     assert_eq!(got, want);
-    let rvs: Vec<u64> = evs.iter().map(|e| e["object"]["metadata"]["resourceVersion"].as_str().unwrap_or("0").parse().unwrap_or(0)).collect();
+    let rvs: Vec<u64> = evs
+        .iter()
+        .map(|e| {
+            e["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0)
+        })
+        .collect();
     assert!(rvs.windows(2).all(|w| w[0] < w[1]), "{rvs:?}");
 }
 
@@ -45,105 +82,262 @@ async fn watch_from_a_resource_version_replays_exactly_the_later_events() {
 async fn too_old_resource_version_is_an_error_event_with_410() {
     let (sim, client) = start().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    let a = cms.create(&PostParams::default(), &cm("a", json!({}))).await.expect("a");
-    cms.create(&PostParams::default(), &cm("b", json!({}))).await.expect("b");
+    let a = cms
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .expect("a");
+    cms.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .expect("b");
     sim.compact_history();
-    let path = format!("{CMS}?watch=true&resourceVersion={}", a.resource_version().expect("rv"));
-    let r = raw(&sim.url(), "GET", &path, "application/json", "", Duration::from_secs(5)).await;
-    assert_eq!(r.status, 200, "the HTTP answer is 200, the error is in the stream");
+    let path = format!(
+        "{CMS}?watch=true&resourceVersion={}",
+        a.resource_version().expect("rv")
+    );
+    let r = raw(
+        &sim.url(),
+        "GET",
+        &path,
+        "application/json",
+        "",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(
+        r.status, 200,
+        "the HTTP answer is 200, the error is in the stream"
+    );
     let evs = watch_events(&r.body);
     assert_eq!(evs.len(), 1, "{evs:?}");
     assert_eq!(evs[0]["type"], "ERROR");
-    assert_eq!((evs[0]["object"]["code"].clone(), evs[0]["object"]["reason"].clone()), (json!(410), json!("Expired")));
+    assert_eq!(
+        (
+            evs[0]["object"]["code"].clone(),
+            evs[0]["object"]["reason"].clone()
+        ),
+        (json!(410), json!("Expired"))
+    );
 }
 
 #[tokio::test]
 async fn bookmarks_and_streamed_initial_events() {
-    let opts = Options { bookmark_interval: Duration::from_millis(100), ..Default::default() };
+    let opts = Options {
+        bookmark_interval: Duration::from_millis(100),
+        ..Default::default()
+    };
     let (sim, client) = start_with(opts).await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
     for n in ["a", "b"] {
-        cms.create(&PostParams::default(), &cm(n, json!({}))).await.expect("create");
+        cms.create(&PostParams::default(), &cm(n, json!({})))
+            .await
+            .expect("create");
     }
-    let path = format!("{CMS}?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1");
-    let r = raw(&sim.url(), "GET", &path, "application/json", "", Duration::from_secs(5)).await;
+    let path = format!(
+        "{CMS}?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+    );
+    let r = raw(
+        &sim.url(),
+        "GET",
+        &path,
+        "application/json",
+        "",
+        Duration::from_secs(5),
+    )
+    .await;
     let evs = watch_events(&r.body);
-    let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap_or("")).collect();
+    let types: Vec<&str> = evs
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(&types[..3], ["ADDED", "ADDED", "BOOKMARK"], "{types:?}");
-    assert_eq!(evs[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-    assert!(types[3..].iter().filter(|t| **t == "BOOKMARK").count() >= 3, "periodic bookmarks: {types:?}");
-    let last_rv = evs.last().map(|e| e["object"]["metadata"]["resourceVersion"].clone());
-    assert_eq!(last_rv, Some(json!(sim.store().resource_version().to_string())));
+    assert_eq!(
+        evs[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    assert!(
+        types[3..].iter().filter(|t| **t == "BOOKMARK").count() >= 3,
+        "periodic bookmarks: {types:?}"
+    );
+    let last_rv = evs
+        .last()
+        .map(|e| e["object"]["metadata"]["resourceVersion"].clone());
+    assert_eq!(
+        last_rv,
+        Some(json!(sim.store().resource_version().to_string()))
+    );
 }
 
 #[tokio::test]
 async fn timeout_seconds_ends_the_stream() {
     let (sim, _client) = start().await;
     let started = std::time::Instant::now();
-    let r = raw(&sim.url(), "GET", &format!("{CMS}?watch=1&timeoutSeconds=1"), "application/json", "", Duration::from_secs(10)).await;
+    let r = raw(
+        &sim.url(),
+        "GET",
+        &format!("{CMS}?watch=1&timeoutSeconds=1"),
+        "application/json",
+        "",
+        Duration::from_secs(10),
+    )
+    .await;
     assert_eq!(r.status, 200);
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
 }
 
 #[tokio::test]
 async fn selectors_turn_modifications_into_added_and_deleted() {
     let (sim, client) = start().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    let base = cms.create(&PostParams::default(), &cm("other", json!({}))).await.expect("create");
-    cms.create(&PostParams::default(), &cm("s", json!({}))).await.expect("create");
+    let base = cms
+        .create(&PostParams::default(), &cm("other", json!({})))
+        .await
+        .expect("create");
+    cms.create(&PostParams::default(), &cm("s", json!({})))
+        .await
+        .expect("create");
     let pp = PatchParams::default();
-    cms.patch("s", &pp, &Patch::Merge(json!({"metadata": {"labels": {"app": "x"}}}))).await.expect("label on");
-    cms.patch("other", &pp, &Patch::Merge(json!({"data": {"a": "b"}}))).await.expect("unrelated");
-    cms.patch("s", &pp, &Patch::Merge(json!({"metadata": {"labels": {"app": null}}}))).await.expect("label off");
-    let path = format!("{CMS}?watch=true&labelSelector=app%3Dx&resourceVersion={}&timeoutSeconds=1", base.resource_version().expect("rv"));
-    let evs = watch_events(&raw(&sim.url(), "GET", &path, "application/json", "", Duration::from_secs(5)).await.body);
-    let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap_or("")).collect();
+    cms.patch(
+        "s",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "x"}}})),
+    )
+    .await
+    .expect("label on");
+    cms.patch("other", &pp, &Patch::Merge(json!({"data": {"a": "b"}})))
+        .await
+        .expect("unrelated");
+    cms.patch(
+        "s",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"app": null}}})),
+    )
+    .await
+    .expect("label off");
+    let path = format!(
+        "{CMS}?watch=true&labelSelector=app%3Dx&resourceVersion={}&timeoutSeconds=1",
+        base.resource_version().expect("rv")
+    );
+    let evs = watch_events(
+        &raw(
+            &sim.url(),
+            "GET",
+            &path,
+            "application/json",
+            "",
+            Duration::from_secs(5),
+        )
+        .await
+        .body,
+    );
+    let types: Vec<&str> = evs
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(types, ["ADDED", "DELETED"]);
-    let path = format!("{CMS}?watch=true&fieldSelector=metadata.name%3Dother&resourceVersion={}&timeoutSeconds=1", base.resource_version().expect("rv"));
-    let evs = watch_events(&raw(&sim.url(), "GET", &path, "application/json", "", Duration::from_secs(5)).await.body);
-    let names: Vec<&str> = evs.iter().map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or("")).collect();
+    let path = format!(
+        "{CMS}?watch=true&fieldSelector=metadata.name%3Dother&resourceVersion={}&timeoutSeconds=1",
+        base.resource_version().expect("rv")
+    );
+    let evs = watch_events(
+        &raw(
+            &sim.url(),
+            "GET",
+            &path,
+            "application/json",
+            "",
+            Duration::from_secs(5),
+        )
+        .await
+        .body,
+    );
+    let names: Vec<&str> = evs
+        .iter()
+        .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(names, ["other"]);
 }
 
-async fn next(s: &mut futures::stream::BoxStream<'static, Result<ConfigMap, watcher::Error>>) -> Option<ConfigMap> {
-    tokio::time::timeout(Duration::from_secs(10), s.try_next()).await.expect("event in time").expect("no error")
+async fn next(
+    s: &mut futures::stream::BoxStream<'static, Result<ConfigMap, watcher::Error>>,
+) -> Option<ConfigMap> {
+    tokio::time::timeout(Duration::from_secs(10), s.try_next())
+        .await
+        .expect("event in time")
+        .expect("no error")
 }
 
 #[tokio::test]
 async fn kube_watcher_survives_dropped_watches_restarts_and_compaction() {
     let (sim, client) = start().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    let mut stream = watcher(cms.clone(), watcher::Config::default()).applied_objects().boxed();
-    cms.create(&PostParams::default(), &cm("w0", json!({}))).await.expect("w0");
-    assert_eq!(next(&mut stream).await.map(|c| c.name_any()).as_deref(), Some("w0"));
+    let mut stream = watcher(cms.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    cms.create(&PostParams::default(), &cm("w0", json!({})))
+        .await
+        .expect("w0");
+    assert_eq!(
+        next(&mut stream).await.map(|c| c.name_any()).as_deref(),
+        Some("w0")
+    );
     sim.drop_watches();
-    cms.create(&PostParams::default(), &cm("w1", json!({}))).await.expect("w1");
+    cms.create(&PostParams::default(), &cm("w1", json!({})))
+        .await
+        .expect("w1");
     let mut seen = Vec::new();
     while !seen.contains(&"w1".to_string()) {
-        seen.push(next(&mut stream).await.map(|c| c.name_any()).unwrap_or_default());
+        seen.push(
+            next(&mut stream)
+                .await
+                .map(|c| c.name_any())
+                .unwrap_or_default(),
+        );
     }
     sim.compact_history();
     sim.restart();
-    cms.create(&PostParams::default(), &cm("w2", json!({}))).await.expect("w2");
+    cms.create(&PostParams::default(), &cm("w2", json!({})))
+        .await
+        .expect("w2");
     while !seen.contains(&"w2".to_string()) {
-        seen.push(next(&mut stream).await.map(|c| c.name_any()).unwrap_or_default());
+        seen.push(
+            next(&mut stream)
+                .await
+                .map(|c| c.name_any())
+                .unwrap_or_default(),
+        );
     }
     let counts = sim.requests();
-    let (watches, lists) = (counts.count(Some("watch"), Some("configmaps")), counts.count(Some("list"), Some("configmaps")));
-    assert!(watches >= 2, "the watcher re-watched after the drop: {watches}");
-    assert!(lists >= 2, "the 410 after compaction made the watcher re-list: {lists}");
+    let (watches, lists) = (
+        counts.count(Some("watch"), Some("configmaps")),
+        counts.count(Some("list"), Some("configmaps")),
+    );
+    assert!(
+        watches >= 2,
+        "the watcher re-watched after the drop: {watches}"
+    );
+    assert!(
+        lists >= 2,
+        "the 410 after compaction made the watcher re-list: {lists}"
+    );
 }
 
 #[tokio::test]
 async fn table_watch_for_kubectl_get_watch() {
     let (sim, client) = start().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    cms.create(&PostParams::default(), &cm("t", json!({}))).await.expect("create");
+    cms.create(&PostParams::default(), &cm("t", json!({})))
+        .await
+        .expect("create");
     let addr = sim.addr();
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let req = format!("GET {CMS}?watch=true&timeoutSeconds=1 HTTP/1.1\r\nHost: sim\r\nAccept: application/json;as=Table;v=v1;g=meta.k8s.io\r\nConnection: close\r\n\r\n");
+    let req = format!(
+        "GET {CMS}?watch=true&timeoutSeconds=1 HTTP/1.1\r\nHost: sim\r\nAccept: application/json;as=Table;v=v1;g=meta.k8s.io\r\nConnection: close\r\n\r\n"
+    );
     s.write_all(req.as_bytes()).await.expect("write");
     let mut buf = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await;

@@ -189,11 +189,17 @@ fn resolve(req: &Req<'_>, p: ResourcePath) -> Result<Target, ApiError> {
 
 pub async fn handle(req: &Req<'_>, p: ResourcePath) -> Result<Response<Body>, ApiError> {
     let t = resolve(req, p)?;
-    let ct = req.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ct = req
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if ct.contains("protobuf") || ct.contains("cbor") {
         // Decoding protobuf needs every built-in type's schema; JSON is what kube-rs and
         // `kubectl apply/patch/delete` send. (`kubectl create <generator>` sends protobuf.)
-        return Err(ApiError::unsupported_media("application/json, application/yaml"));
+        return Err(ApiError::unsupported_media(
+            "application/json, application/yaml",
+        ));
     }
     let sub = t.sub.as_deref();
     match (req.method.as_str(), t.name.is_some(), sub) {

@@ -116,7 +116,13 @@ impl RawResponse {
     }
 }
 
-pub fn request_bytes(method: &str, path: &str, content_type: &str, body: &str, close: bool) -> Vec<u8> {
+pub fn request_bytes(
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+    close: bool,
+) -> Vec<u8> {
     let conn = if close { "close" } else { "keep-alive" };
     format!(
         "{method} {path} HTTP/1.1\r\nHost: sim\r\nUser-Agent: raw-test\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {conn}\r\n\r\n{body}",
@@ -127,13 +133,17 @@ pub fn request_bytes(method: &str, path: &str, content_type: &str, body: &str, c
 
 /// Decode a chunked body (or return it as is).
 pub fn dechunk(headers: &str, body: &[u8]) -> String {
-    if !headers.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if !headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         return String::from_utf8_lossy(body).into_owned();
     }
     let mut out = Vec::new();
     let mut rest = body;
     while let Some(pos) = rest.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..pos]).trim(), 16).unwrap_or(0);
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&rest[..pos]).trim(), 16).unwrap_or(0);
         if size == 0 || rest.len() < pos + 2 + size {
             break;
         }
@@ -145,20 +155,43 @@ pub fn dechunk(headers: &str, body: &[u8]) -> String {
 
 /// One request on a fresh connection (closed afterwards); reads until the server closes or
 /// `timeout` passes (for watch streams).
-pub async fn raw(url: &str, method: &str, path: &str, content_type: &str, body: &str, timeout: Duration) -> RawResponse {
+pub async fn raw(
+    url: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+    timeout: Duration,
+) -> RawResponse {
     let addr = url.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(&request_bytes(method, path, content_type, body, true)).await.expect("write");
+    s.write_all(&request_bytes(method, path, content_type, body, true))
+        .await
+        .expect("write");
     let mut buf = Vec::new();
     let _ = tokio::time::timeout(timeout, s.read_to_end(&mut buf)).await;
-    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
     let headers = String::from_utf8_lossy(&buf[..split]).into_owned();
-    let status = headers.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status code");
+    let status = headers
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status code");
     let body = dechunk(&headers, &buf[split + 4..]);
-    RawResponse { status, headers, body }
+    RawResponse {
+        status,
+        headers,
+        body,
+    }
 }
 
 /// The JSON lines of a watch stream body.
 pub fn watch_events(body: &str) -> Vec<Value> {
-    body.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("event JSON")).collect()
+    body.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("event JSON"))
+        .collect()
 }
