@@ -10,8 +10,8 @@ use std::time::Duration;
 use clap::Parser;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 use tfjob_operator::cli::{Cli, Command};
 use tfjob_operator::crd::{ConditionStatus, ConditionType, TFJob};
@@ -43,19 +43,39 @@ impl TestCluster {
     /// The same, but the operator is not started yet.
     pub async fn without_operator(test: &str) -> Self {
         let (client, sim) = if std::env::var_os("KUBECONFIG").is_some() {
-            (Client::try_default().await.expect("KUBECONFIG is set but unusable"), None)
+            (
+                Client::try_default()
+                    .await
+                    .expect("KUBECONFIG is set but unusable"),
+                None,
+            )
         } else {
-            let sim = Sim::start(Options::default()).await.expect("starting the simulator");
+            let sim = Sim::start(Options::default())
+                .await
+                .expect("starting the simulator");
             let config = kube::Config::new(sim.url().parse().expect("simulator URL"));
-            (Client::try_from(config).expect("client for the simulator"), Some(sim))
+            (
+                Client::try_from(config).expect("client for the simulator"),
+                Some(sim),
+            )
         };
         install_crd(&client).await;
         let namespace = format!("e2e-{test}");
         let namespaces: Api<Namespace> = Api::all(client.clone());
-        let _ = namespaces.delete(&namespace, &DeleteParams::default()).await;
-        let ns = serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace");
-        wait_ok(|| namespaces.create(&PostParams::default(), &ns)).await;
-        Self { client, namespace, sim, probes: Probes::default(), operator: None }
+        let _ = namespaces
+            .delete(&namespace, &DeleteParams::default())
+            .await;
+        let ns =
+            serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace");
+        let pp = PostParams::default();
+        wait_ok(|| namespaces.create(&pp, &ns)).await;
+        Self {
+            client,
+            namespace,
+            sim,
+            probes: Probes::default(),
+            operator: None,
+        }
     }
 
     /// Whether pods follow scripts (only on the simulator).
@@ -80,7 +100,9 @@ impl TestCluster {
             let shutdown = async move {
                 let _ = stopped.await;
             };
-            if let Err(e) = tfjob_operator::operator::run_with(client, *args, probes, shutdown).await {
+            if let Err(e) =
+                tfjob_operator::operator::run_with(client, *args, probes, shutdown).await
+            {
                 panic!("operator failed: {e:#}");
             }
         });
@@ -110,7 +132,10 @@ impl TestCluster {
     /// Create a TFJob from JSON in this test's namespace.
     pub async fn create(&self, job: Value) -> TFJob {
         let job: TFJob = serde_json::from_value(job).expect("test job is a TFJob");
-        self.jobs().create(&PostParams::default(), &job).await.expect("creating the TFJob")
+        self.jobs()
+            .create(&PostParams::default(), &job)
+            .await
+            .expect("creating the TFJob")
     }
 
     /// Wait until condition `t` of job `name` has status True; returns the job then.
@@ -123,7 +148,8 @@ impl TestCluster {
 
     /// Names of the pods of job `name` that currently exist.
     pub async fn pod_names(&self, job: &str) -> Vec<String> {
-        let lp = kube::api::ListParams::default().labels(&format!("training.kubeflow.org/job-name={job}"));
+        let lp = kube::api::ListParams::default()
+            .labels(&format!("training.kubeflow.org/job-name={job}"));
         let mut names: Vec<String> = self
             .pods()
             .list(&lp)
@@ -140,7 +166,8 @@ impl TestCluster {
 
     /// Reason/message pairs of the events recorded about TFJob `name`.
     pub async fn events_of(&self, name: &str) -> Vec<(String, String)> {
-        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        let api: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(self.client.clone(), &self.namespace);
         let mut out: Vec<(String, String)> = api
             .list(&Default::default())
             .await
@@ -166,7 +193,9 @@ impl Drop for TestCluster {
 /// Whether the job has condition `t` with status True.
 pub fn has_condition(job: &TFJob, t: ConditionType) -> bool {
     job.status.as_ref().is_some_and(|s| {
-        s.conditions.iter().any(|c| c.type_ == t && c.status == ConditionStatus::True)
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == t && c.status == ConditionStatus::True)
     })
 }
 
@@ -174,13 +203,22 @@ pub fn has_condition(job: &TFJob, t: ConditionType) -> bool {
 pub fn true_conditions(job: &TFJob) -> Vec<ConditionType> {
     job.status
         .as_ref()
-        .map(|s| s.conditions.iter().filter(|c| c.status == ConditionStatus::True).map(|c| c.type_).collect())
+        .map(|s| {
+            s.conditions
+                .iter()
+                .filter(|c| c.status == ConditionStatus::True)
+                .map(|c| c.type_)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 async fn install_crd(client: &Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match crds.create(&PostParams::default(), &tfjob_operator::crd::schema::crd()).await {
+    match crds
+        .create(&PostParams::default(), &tfjob_operator::crd::schema::crd())
+        .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => panic!("installing the CRD: {e}"),
@@ -188,7 +226,10 @@ async fn install_crd(client: &Client) {
     until(&crds, "tfjobs.kubeflow.org", "CRD established", |crd| {
         crd.and_then(|c| c.status.as_ref())
             .and_then(|s| s.conditions.as_ref())
-            .filter(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+            .filter(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            })
             .map(|_| ())
     })
     .await;

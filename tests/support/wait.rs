@@ -10,20 +10,23 @@ use serde::de::DeserializeOwned;
 pub const WAIT: Duration = Duration::from_secs(60);
 
 /// Poll `api.get(name)` until `check` returns `Some`, and return that value.
-pub async fn until<K, T>(api: &Api<K>, name: &str, what: &str, check: impl Fn(Option<&K>) -> Option<T>) -> T
+pub async fn until<K, T>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    check: impl Fn(Option<&K>) -> Option<T>,
+) -> T
 where
     K: Clone + DeserializeOwned + Debug,
 {
     let deadline = tokio::time::Instant::now() + WAIT;
-    let mut last = None;
     loop {
         let current = api.get_opt(name).await.ok().flatten();
         if let Some(v) = check(current.as_ref()) {
             return v;
         }
-        last = current;
         if tokio::time::Instant::now() > deadline {
-            panic!("timed out waiting for {what} of {name}; last seen: {last:#?}");
+            panic!("timed out waiting for {what} of {name}; last seen: {current:#?}");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
