@@ -866,3 +866,37 @@ async fn kube_client_sees_the_same_store() {
         .expect("create in kube-system");
     assert!(sim.object("v1", "configmaps", "kube-system", "x").is_some());
 }
+
+#[tokio::test]
+async fn leases_can_be_created_renewed_and_conflict_when_stale() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let (_sim, client) = start().await;
+    let leases: Api<Lease> = Api::namespaced(client, "kube-system");
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "leader"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+                 "renewTime": "2024-01-01T00:00:00.000000Z"}
+    }))
+    .expect("lease");
+    let first = leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("create");
+    let mut renewed = first.clone();
+    renewed.spec.as_mut().expect("spec").holder_identity = Some("b".into());
+    let renewed = leases
+        .replace("leader", &PostParams::default(), &renewed)
+        .await
+        .expect("renew");
+    assert_eq!(
+        renewed.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("b")
+    );
+    let err = api_error(
+        leases
+            .replace("leader", &PostParams::default(), &first)
+            .await
+            .expect_err("stale"),
+    );
+    assert_eq!(err.code, 409);
+}

@@ -371,3 +371,34 @@ async fn table_watch_for_kubectl_get_watch() {
     assert_eq!(evs[0]["object"]["kind"], "Table");
     assert_eq!(evs[0]["object"]["rows"][0]["cells"][0], "t");
 }
+
+#[tokio::test]
+async fn kube_watcher_with_streaming_lists_sees_existing_and_new_objects() {
+    let (_sim, client) = start().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    cms.create(&PostParams::default(), &cm("before", json!({})))
+        .await
+        .expect("before");
+    let config = watcher::Config::default().streaming_lists();
+    let mut stream = watcher(cms.clone(), config).applied_objects().boxed();
+    let mut seen: Vec<String> = Vec::new();
+    while !seen.contains(&"before".to_string()) {
+        seen.push(
+            next(&mut stream)
+                .await
+                .map(|c| c.name_any())
+                .unwrap_or_default(),
+        );
+    }
+    cms.create(&PostParams::default(), &cm("after", json!({})))
+        .await
+        .expect("after");
+    while !seen.contains(&"after".to_string()) {
+        seen.push(
+            next(&mut stream)
+                .await
+                .map(|c| c.name_any())
+                .unwrap_or_default(),
+        );
+    }
+}
