@@ -85,11 +85,55 @@ fn empty_out<'a>(
     (actions, empty)
 }
 
+type Entry = (ResourceId, Arc<Value>);
+
+/// Foreground deletion: delete the owner's dependents, then drop its finalizer.
+fn finish_foreground(store: &Store, deps: Vec<&Entry>, id: &ResourceId, owner: &Value) -> usize {
+    let (n, empty) = empty_out(store, deps.into_iter(), "Foreground");
+    n + if empty {
+        remove_finalizer(store, id, owner, FOREGROUND)
+    } else {
+        0
+    }
+}
+
+/// A terminating namespace: delete its content, then remove it.
+fn finish_namespace(store: &Store, all: &[Entry], id: &ResourceId, ns_obj: &Value) -> usize {
+    let ns = meta::name(ns_obj);
+    let content = all
+        .iter()
+        .filter(|(rid, c)| rid != id && meta::namespace(c) == ns);
+    let (n, empty) = empty_out(store, content, "Background");
+    let removed = match store.resource_type(id) {
+        Some(rt) if empty => usize::from(store.finish_deletion(&rt, "", ns)),
+        _ => 0,
+    };
+    n + removed
+}
+
+/// A deleted CRD: delete its custom objects, then drop the cleanup finalizer.
+fn finish_crd(store: &Store, all: &[Entry], id: &ResourceId, crd: &Value) -> usize {
+    let target = ResourceId::new(
+        crd["spec"]["group"].as_str().unwrap_or(""),
+        crd["spec"]["names"]["plural"].as_str().unwrap_or(""),
+    );
+    let (n, empty) = empty_out(
+        store,
+        all.iter().filter(|(rid, _)| *rid == target),
+        "Background",
+    );
+    n + if empty {
+        remove_finalizer(store, id, crd, CRD_CLEANUP)
+    } else {
+        0
+    }
+}
+
 /// One collection pass; returns how many changes it made.
 pub fn pass(store: &Store) -> usize {
     let all = store.snapshot_all();
     let uids: HashSet<&str> = all.iter().map(|(_, o)| meta::uid(o)).collect();
-    let mut dependents: HashMap<&str, Vec<&(ResourceId, Arc<Value>)>> = HashMap::new();
+    let mut dependents: HashMap<&str, Vec<&Entry>> = HashMap::new();
     for entry in &all {
         for u in meta::owner_uids(&entry.1) {
             dependents.entry(u).or_default().push(entry);
@@ -100,47 +144,24 @@ pub fn pass(store: &Store) -> usize {
     let mut actions = 0;
     for (id, o) in &all {
         let owners = meta::owner_uids(o);
-        if !owners.is_empty() && !meta::is_deleting(o) && owners.iter().all(|u| !uids.contains(u)) {
+        let deleting = meta::is_deleting(o);
+        if !owners.is_empty() && !deleting && owners.iter().all(|u| !uids.contains(u)) {
             actions += delete(store, id, o, "Background");
             continue;
         }
-        if !meta::is_deleting(o) {
+        if !deleting {
             continue;
         }
         let fins = meta::finalizers(o);
         if fins.iter().any(|f| f == FOREGROUND) {
             let deps = dependents.get(meta::uid(o)).cloned().unwrap_or_default();
-            let (n, empty) = empty_out(store, deps.into_iter(), "Foreground");
-            actions += n;
-            if empty {
-                actions += remove_finalizer(store, id, o, FOREGROUND);
-            }
+            actions += finish_foreground(store, deps, id, o);
         }
         if *id == namespaces {
-            let ns = meta::name(o);
-            let content = all
-                .iter()
-                .filter(|(rid, c)| *rid != namespaces && meta::namespace(c) == ns);
-            let (n, empty) = empty_out(store, content, "Background");
-            actions += n;
-            if empty && let Some(rt) = store.resource_type(id) {
-                actions += usize::from(store.finish_deletion(&rt, "", ns));
-            }
+            actions += finish_namespace(store, &all, id, o);
         }
         if *id == crds && fins.iter().any(|f| f == CRD_CLEANUP) {
-            let target = ResourceId::new(
-                o["spec"]["group"].as_str().unwrap_or(""),
-                o["spec"]["names"]["plural"].as_str().unwrap_or(""),
-            );
-            let (n, empty) = empty_out(
-                store,
-                all.iter().filter(|(rid, _)| *rid == target),
-                "Background",
-            );
-            actions += n;
-            if empty {
-                actions += remove_finalizer(store, id, o, CRD_CLEANUP);
-            }
+            actions += finish_crd(store, &all, id, o);
         }
     }
     actions

@@ -72,6 +72,11 @@ async fn pods_are_scheduled_run_and_end_as_scripted() {
             .map(|t| t.exit_code),
         Some(0)
     );
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::default_namespaced(pods.clone().into_client());
+    let lp = ListParams::default().fields("involvedObject.name=ok,reason=Scheduled");
+    let scheduled = events.list(&lp).await.expect("events");
+    assert_eq!(scheduled.items.len(), 1, "the scheduler records Scheduled");
     let failed = phase_of(&pods, "bad", "Failed").await;
     let cs = &failed
         .status

@@ -244,7 +244,7 @@ fn kubectl_sees_pods_with_their_columns_and_deletes_them() {
     assert!(!c.ok(&["get", "pods", "-o", "name"]).contains("pod/long"));
     let described = c.ok(&["describe", "pod", "quick"]);
     assert!(
-        described.contains("Status:") && described.contains("Succeeded"),
+        described.contains("Succeeded") && described.contains("Scheduled"),
         "{described}"
     );
 }

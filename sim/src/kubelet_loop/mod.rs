@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::sync::broadcast::error::TryRecvError;
 
+mod events;
 mod nodes;
 
 pub use nodes::{lose_node, node_ip, node_object};
@@ -245,7 +246,20 @@ impl Loop {
         let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_string();
         if node.is_empty() {
             let node = self.pick_node()?;
-            let _ = self.write(&pod, Sub::Main, |p| p["spec"]["nodeName"] = json!(node));
+            if self
+                .write(&pod, Sub::Main, |p| p["spec"]["nodeName"] = json!(node))
+                .is_ok()
+            {
+                let msg = format!("Successfully assigned {}/{} to {node}", key.0, key.1);
+                events::record(
+                    &self.store,
+                    &pod,
+                    "Normal",
+                    "Scheduled",
+                    &msg,
+                    "default-scheduler",
+                );
+            }
             return None; // the write's event brings the pod back
         }
         if self.ctl.is_lost(&node) {
@@ -255,7 +269,14 @@ impl Loop {
         let script = match kubelet::Script::from_pod(&effective) {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(pod = %meta::name(&pod), "bad pod script: {e}");
+                events::record(
+                    &self.store,
+                    &pod,
+                    "Warning",
+                    "InvalidSimScript",
+                    &e,
+                    "kubelet",
+                );
                 return None;
             }
         };
