@@ -75,6 +75,8 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
             Ok(())
         }
         Err(source) => {
+            t.expectations
+                .create_failed(t.job_uid, &name, Timestamp::now());
             record(
                 t,
                 KubeEventType::Warning,

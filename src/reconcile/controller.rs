@@ -190,13 +190,13 @@ async fn reconcile_job(
         now,
     );
     let plan = plan::plan(job, &observed, now, &shared.settings);
-    apply_plan(ctx, obj, job, uid, plan, now).await
+    apply_plan(ctx, obj, job.status.as_ref(), uid, plan, now).await
 }
 
 async fn apply_plan(
     ctx: &Context,
     obj: &DynamicObject,
-    job: &TFJob,
+    old_status: Option<&TFJobStatus>,
     uid: &str,
     plan: Plan,
     now: Timestamp,
@@ -218,8 +218,8 @@ async fn apply_plan(
         apply::record_note(&target, &note).await;
     }
     if let Some(status) = &plan.status {
-        write_status(shared, obj, uid, job.status.as_ref(), status).await?;
-        count_transitions(&shared.metrics, &namespace, job.status.as_ref(), status);
+        write_status(shared, obj, uid, old_status, status).await?;
+        count_transitions(&shared.metrics, &namespace, old_status, status);
     }
     if plan.delete_job {
         delete_job(shared, obj).await?;
@@ -245,24 +245,14 @@ async fn reconcile_unreadable(
     problem: &str,
     now: Timestamp,
 ) -> Result<Action, Error> {
-    let shared = &ctx.shared;
     let current = unreadable::current_status(obj);
     let (status, note) = unreadable::failed_status(current.as_ref(), &obj.name_any(), problem, now);
-    let namespace = obj.namespace().unwrap_or_default();
-    let job_ref = obj.object_ref(&shared.resource);
-    let target = Target {
-        pods: Api::namespaced(shared.client.clone(), &namespace),
-        services: Api::namespaced(shared.client.clone(), &namespace),
-        job_uid: uid,
-        job_ref: &job_ref,
-        recorder: &shared.recorder,
-        expectations: &shared.expectations,
+    let plan = Plan {
+        status: Some(status),
+        events: vec![note],
+        ..Plan::default()
     };
-    for note in shared.events.fresh(uid, &[note], now) {
-        apply::record_note(&target, &note).await;
-    }
-    write_status(shared, obj, uid, current.as_ref(), &status).await?;
-    Ok(Action::await_change())
+    apply_plan(ctx, obj, current.as_ref(), uid, plan, now).await
 }
 
 /// Write the status through the status subresource, only when it changed. The write carries

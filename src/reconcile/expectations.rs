@@ -6,7 +6,7 @@
 //! pod writes and lays them over the cache until the cache catches up (or they expire). Pure data;
 //! the caller passes `now`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use jiff::{SignedDuration, Timestamp};
@@ -22,6 +22,8 @@ struct Pending {
     created: BTreeMap<String, (Pod, Timestamp)>,
     /// Pods we deleted, by uid.
     deleted: BTreeMap<String, Timestamp>,
+    /// Pods whose create failed, by name, until a pod of that name shows up.
+    failed_creates: BTreeMap<String, Timestamp>,
 }
 
 /// Pending pod writes per job (keyed by the job's uid).
@@ -44,6 +46,27 @@ impl Expectations {
         self.with(job_uid, |p| {
             p.deleted.insert(pod_uid.to_string(), now);
         });
+    }
+
+    pub fn create_failed(&self, job_uid: &str, pod_name: &str, now: Timestamp) {
+        self.with(job_uid, |p| {
+            p.failed_creates.entry(pod_name.to_string()).or_insert(now);
+        });
+    }
+
+    /// Pods whose create failed and that have not existed since: their absence is no deletion.
+    pub fn never_created(&self, job_uid: &str, pods: &[Pod], now: Timestamp) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        self.with(job_uid, |p| {
+            p.failed_creates.retain(|name, at| {
+                !pods
+                    .iter()
+                    .any(|pod| pod.metadata.name.as_ref() == Some(name))
+                    && *at + EXPECTATION_TTL > now
+            });
+            names = p.failed_creates.keys().cloned().collect();
+        });
+        names
     }
 
     pub fn forget(&self, job_uid: &str) {
@@ -85,7 +108,10 @@ impl Expectations {
         if let Ok(mut jobs) = self.jobs.lock() {
             let pending = jobs.entry(job_uid.to_string()).or_default();
             f(pending);
-            if pending.created.is_empty() && pending.deleted.is_empty() {
+            if pending.created.is_empty()
+                && pending.deleted.is_empty()
+                && pending.failed_creates.is_empty()
+            {
                 jobs.remove(job_uid);
             }
         }
@@ -161,6 +187,22 @@ mod tests {
             names(&e.overlay("job", vec![pod("x", "u9")], later)),
             [("x".to_string(), false)]
         );
+    }
+
+    #[test]
+    fn a_failed_create_is_remembered_until_the_pod_exists() {
+        let e = Expectations::default();
+        e.create_failed("job", "j-worker-0", t(0));
+        assert_eq!(
+            e.never_created("job", &[], t(1)),
+            BTreeSet::from(["j-worker-0".to_string()])
+        );
+        assert!(
+            e.never_created("job", &[pod("j-worker-0", "u1")], t(2))
+                .is_empty()
+        );
+        // Once it existed, a later absence is a real deletion.
+        assert!(e.never_created("job", &[], t(3)).is_empty());
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub fn observe(
         .map(|p| (*p).clone())
         .collect();
     let mut pods = expectations.overlay(job_uid, cached_pods, now);
+    let never_created = expectations.never_created(job_uid, &pods, now);
     pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut services: Vec<Service> = services
         .state()
@@ -40,7 +41,11 @@ pub fn observe(
         .map(|s| (*s).clone())
         .collect();
     services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    Observed { pods, services }
+    Observed {
+        pods,
+        services,
+        never_created,
+    }
 }
 
 /// Keep in the pod cache only what the decision core reads: identity, labels, owners,

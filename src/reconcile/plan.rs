@@ -52,6 +52,9 @@ pub struct Settings {
 pub struct Observed {
     pub pods: Vec<Pod>,
     pub services: Vec<Service>,
+    /// Pods the controller tried to create, whose create failed, and that have not existed
+    /// since: their absence is not a deletion from outside (no restart is counted).
+    pub never_created: std::collections::BTreeSet<String>,
 }
 
 /// A child to delete; `uid` is sent as a delete precondition so a newer object with the

@@ -88,6 +88,7 @@ fn services_for(job: &TFJob, pods: &[Pod]) -> Vec<Service> {
         &Observed {
             pods: pods.to_vec(),
             services: vec![],
+            ..Observed::default()
         },
     );
     children
@@ -145,6 +146,7 @@ fn run_case(c: &Case) -> Plan {
     let observed = Observed {
         pods: c.pods.clone(),
         services: c.services.clone(),
+        ..Observed::default()
     };
     plan(&c.job, &observed, c.now, &Settings::default())
 }
@@ -696,6 +698,7 @@ fn running_cases() -> Vec<Case> {
             &Observed {
                 pods: pods.clone(),
                 services: vec![],
+                ..Observed::default()
             },
         );
         let view_keys: Vec<_> = JobView::new(j, at(0), &Settings::default()).keys();
@@ -811,6 +814,7 @@ fn running_job(
         &Observed {
             pods: special.clone(),
             services: vec![],
+            ..Observed::default()
         },
     );
     let mut pods = special;

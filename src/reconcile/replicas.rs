@@ -66,6 +66,8 @@ pub struct Children {
     pub services: BTreeMap<Key, ChildService>,
     pub foreign_pods: BTreeSet<String>,
     pub foreign_services: BTreeSet<String>,
+    /// Pods whose creation failed and that never existed since (see `Observed::never_created`).
+    pub never_created: BTreeSet<String>,
 }
 
 /// One service owned by the job.
@@ -127,7 +129,10 @@ pub fn replica_count(spec: &ReplicaSpec) -> i32 {
 /// outside tampering), the one with the smallest name wins so the result is stable.
 pub fn observe(job: &TFJob, observed: &Observed) -> Children {
     let uid = job.metadata.uid.as_deref();
-    let mut children = Children::default();
+    let mut children = Children {
+        never_created: observed.never_created.clone(),
+        ..Children::default()
+    };
     for pod in &observed.pods {
         let meta = &pod.metadata;
         let name = meta.name.clone().unwrap_or_default();
@@ -287,6 +292,7 @@ mod tests {
                 &Observed {
                     pods: vec![case.pod],
                     services: vec![],
+                    ..Observed::default()
                 },
             );
             let got = children.pods.get(&(Worker, 0)).expect(case.name);
@@ -313,6 +319,7 @@ mod tests {
                 s.metadata.owner_references = None;
                 s
             }],
+            ..Observed::default()
         };
         let children = observe(&j, &observed);
         assert_eq!(children.pods.keys().collect::<Vec<_>>(), vec![&(Worker, 0)]);

@@ -169,8 +169,11 @@ fn candidate<'a>(
         // that had a pod: deleted from outside. During Restarting the missing pod is most
         // likely the one this operator deleted, so it is not counted again.
         None => {
-            let name_free = !children.foreign_pods.contains(&child_name(view.name, t, i));
-            let vanished = children.live_service(key).is_some() && name_free;
+            let name = child_name(view.name, t, i);
+            let name_free = !children.foreign_pods.contains(&name);
+            // A pod whose create failed never existed: recreating it is no restart.
+            let existed = !children.never_created.contains(&name);
+            let vanished = children.live_service(key).is_some() && name_free && existed;
             (started && !restarting && vanished).then_some(Candidate::Restart(None))
         }
     }
