@@ -192,12 +192,15 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: draining in-flight reconciles");
 }
 
-/// This replica's name in the lease and in events: the pod name when running in a cluster.
+/// This replica's name in the lease and in events: the pod name when running in a cluster,
+/// made unique per operator instance (tests run several in one process).
 fn identity() -> String {
+    static INSTANCES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let host = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| CONTROLLER_NAME.to_string());
-    format!("{host}_{}", std::process::id())
+    let instance = INSTANCES.fetch_add(1, Ordering::Relaxed);
+    format!("{host}_{}_{instance}", std::process::id())
 }
 
 fn pod_namespace() -> Option<String> {

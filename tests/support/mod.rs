@@ -89,9 +89,14 @@ impl TestCluster {
 
     /// Start the operator in process, watching this test's namespace.
     pub fn start_operator(&mut self) {
-        let Command::Run(args) =
-            Cli::parse_from(["tfjob-operator", "run", "--namespace", &self.namespace]).command
-        else {
+        self.start_operator_with(&[]);
+    }
+
+    /// Start the operator with extra `run` flags.
+    pub fn start_operator_with(&mut self, flags: &[&str]) {
+        let mut argv = vec!["tfjob-operator", "run", "--namespace", &self.namespace];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::parse_from(argv).command else {
             unreachable!("run parses to Command::Run")
         };
         let (stop, stopped) = oneshot::channel::<()>();

@@ -1,0 +1,92 @@
+//! End to end: leader election on a coordination.k8s.io/v1 Lease (issue "The controller"
+//! item 2): of two operators only the holder acts; when it stops, the standby takes over.
+
+mod support;
+
+use clap::Parser;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use support::{TestCluster, job, until};
+use tfjob_operator::cli::{Cli, Command};
+use tfjob_operator::crd::ConditionType;
+use tfjob_operator::http::Probes;
+
+fn holder(lease: Option<&Lease>) -> Option<String> {
+    lease?
+        .spec
+        .as_ref()?
+        .holder_identity
+        .clone()
+        .filter(|h| !h.is_empty())
+}
+
+#[tokio::test]
+async fn a_standby_operator_takes_over_when_the_leader_stops() {
+    let mut c = TestCluster::without_operator("leader").await;
+    let ns = c.namespace.clone();
+    let flags = ["--leader-elect", "--leader-election-namespace", ns.as_str()];
+    c.start_operator_with(&flags);
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), &c.namespace);
+    let first = until(&leases, "tfjob-operator-leader", "a leader", holder).await;
+
+    // A second operator, started later, stands by.
+    let mut argv = vec!["tfjob-operator", "run", "--namespace", ns.as_str()];
+    argv.extend_from_slice(&flags);
+    let Command::Run(args) = Cli::parse_from(argv).command else {
+        unreachable!()
+    };
+    let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
+    let client = c.client.clone();
+    let standby = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopped_b.await;
+        };
+        tfjob_operator::operator::run_with(client, *args, Probes::default(), shutdown).await
+    });
+
+    c.create(job("before", &[("Worker", 1, "Never")])).await;
+    c.until_condition("before", ConditionType::Succeeded).await;
+    assert_eq!(
+        holder(leases.get("tfjob-operator-leader").await.ok().as_ref()),
+        Some(first.clone())
+    );
+
+    // The leader stops and gives the lease up; the standby acquires it and acts.
+    c.stop_operator().await;
+    let second = until(&leases, "tfjob-operator-leader", "a new leader", |l| {
+        holder(l).filter(|h| *h != first)
+    })
+    .await;
+    assert_ne!(second, first);
+    c.create(job("after", &[("Worker", 1, "Never")])).await;
+    c.until_condition("after", ConditionType::Succeeded).await;
+    assert_eq!(
+        reporters(&c, "after").await,
+        [second.clone()],
+        "only the new leader acted"
+    );
+
+    let _ = stop_b.send(());
+    standby
+        .await
+        .expect("standby task")
+        .expect("standby operator ran cleanly");
+}
+
+/// The operator instances that recorded events about job `name`.
+async fn reporters(c: &TestCluster, name: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(c.client.clone(), &c.namespace);
+    let mut instances: Vec<String> = api
+        .list(&Default::default())
+        .await
+        .expect("listing events")
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter_map(|e| e.reporting_instance)
+        .collect();
+    instances.sort();
+    instances.dedup();
+    instances
+}
