@@ -167,3 +167,45 @@ async fn a_pod_whose_create_failed_is_not_counted_as_restarted() {
         .collect();
     assert_eq!(restarts, [None], "no restart was counted");
 }
+
+/// A pod that cannot start (bad image) is reported on the TFJob, once, with the reason.
+#[tokio::test]
+async fn a_pod_stuck_pulling_its_image_is_reported_once() {
+    let c = TestCluster::start("stuck").await;
+    if !c.simulated() {
+        return eprintln!("skipped: scripts a pod that never starts (simulator only)");
+    }
+    c.sim().script_pod(
+        &c.namespace,
+        "stuck-worker-0",
+        [("never-start", "ImagePullBackOff")],
+    );
+    c.create(job("stuck", &[("Worker", 1, "Never")])).await;
+    let warned = |events: &[(String, String)]| {
+        events
+            .iter()
+            .filter(|(r, _)| r == "ImagePullBackOff")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let deadline = tokio::time::Instant::now() + support::WAIT;
+    while warned(&c.events_of("stuck").await).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no ImagePullBackOff warning"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Later passes (the job is still reconciled) do not repeat it, not even as a series update.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(c.sim().requests().count(Some("patch"), Some("events")), 0);
+    let events = warned(&c.events_of("stuck").await);
+    let ns = &c.namespace;
+    assert_eq!(
+        events,
+        [(
+            "ImagePullBackOff".to_string(),
+            format!("Pod: {ns}.stuck-worker-0 container tensorflow is waiting: ImagePullBackOff")
+        )]
+    );
+}

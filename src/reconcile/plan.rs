@@ -201,6 +201,7 @@ fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &
         status.replica_statuses =
             counts::replica_statuses(view, children, &scan.counts, &restarted);
         out.events.extend(scan.events);
+        out.events.extend(children.stuck_events(view.namespace));
         return advance(view, children, &scan.restarts, status, out);
     };
     status.replica_statuses = counts::replica_statuses(view, children, &recorded, &[]);

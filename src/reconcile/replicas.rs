@@ -46,6 +46,9 @@ pub struct ChildPod {
     pub exit_code: Option<i32>,
     /// Sum of the containers' kubelet restarts of this pod incarnation.
     pub restart_count: i32,
+    /// A container waiting for a reason that needs a person (`ImagePullBackOff`, ...):
+    /// (container, reason).
+    pub stuck: Option<(String, String)>,
 }
 
 impl ChildPod {
@@ -112,6 +115,23 @@ impl Children {
                          owned by it; it is left alone"
                     ),
                 )
+            })
+            .collect()
+    }
+
+    /// A Warning per live pod whose container waits for a reason that needs a person, with
+    /// that reason (`ImagePullBackOff`, ...) as the event's reason.
+    pub fn stuck_events(&self, namespace: &str) -> Vec<EventNote> {
+        self.pods
+            .values()
+            .filter(|p| !p.terminating)
+            .filter_map(|p| {
+                let (container, reason) = p.stuck.as_ref()?;
+                let message = format!(
+                    "Pod: {namespace}.{} container {container} is waiting: {reason}",
+                    p.name
+                );
+                Some(EventNote::warning(reason, message))
             })
             .collect()
     }
@@ -207,7 +227,28 @@ fn child_pod(pod: &Pod, name: String) -> ChildPod {
         terminating: pod.metadata.deletion_timestamp.is_some(),
         exit_code: tensorflow_exit_code(containers),
         restart_count: containers.iter().map(|c| c.restart_count.max(0)).sum(),
+        stuck: stuck_container(containers),
     }
+}
+
+/// Waiting reasons that do not go away by themselves: the image, the config or the program
+/// is wrong. (`ContainerCreating` and `PodInitializing` are ordinary waits.)
+const STUCK_REASONS: [&str; 6] = [
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "CrashLoopBackOff",
+];
+
+fn stuck_container(containers: &[ContainerStatus]) -> Option<(String, String)> {
+    containers.iter().find_map(|c| {
+        let reason = c.state.as_ref()?.waiting.as_ref()?.reason.as_deref()?;
+        STUCK_REASONS
+            .contains(&reason)
+            .then(|| (c.name.clone(), reason.to_string()))
+    })
 }
 
 /// The `tensorflow` container's exit code: its current terminated state, else the last
@@ -300,6 +341,49 @@ mod tests {
             assert_eq!(got.terminating, case.terminating, "{}", case.name);
             assert_eq!(got.exit_code, case.exit, "{}", case.name);
             assert_eq!(got.restart_count, case.restarts, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn pods_stuck_waiting_are_reported_with_their_reason() {
+        use k8s_openapi::api::core::v1::{ContainerState, ContainerStateWaiting, ContainerStatus};
+        let j = job("j", &[(Worker, 2, crate::crd::RestartPolicy::Never)]);
+        let waiting = |reason: &str| {
+            let mut p = pod(&j, Worker, 0).build();
+            let status = p.status.get_or_insert_with(Default::default);
+            status.phase = Some("Pending".into());
+            status.container_statuses = Some(vec![ContainerStatus {
+                name: "tensorflow".into(),
+                state: Some(ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some(reason.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]);
+            p
+        };
+        let cases = [
+            ("ImagePullBackOff", 1),
+            ("CrashLoopBackOff", 1),
+            ("ContainerCreating", 0),
+        ];
+        for (reason, want) in cases {
+            let observed = Observed {
+                pods: vec![waiting(reason)],
+                ..Observed::default()
+            };
+            let events = observe(&j, &observed).stuck_events("ns");
+            assert_eq!(events.len(), want, "{reason}");
+            if let Some(e) = events.first() {
+                assert_eq!(e.reason, reason);
+                assert_eq!(
+                    e.message,
+                    format!("Pod: ns.j-worker-0 container tensorflow is waiting: {reason}")
+                );
+            }
         }
     }
 
