@@ -102,7 +102,7 @@ async fn fails_under_never(
     // Default cleanPodPolicy Running: the pods still running go, the failed one stays.
     c.until_pods_are(&name, &[&failing]).await;
     settle().await;
-    assert_eq!(c.pod_names(&name).await, [failing.clone()], "{t}");
+    assert_eq!(c.pod_names(&name).await, [failing.as_str()], "{t}");
     let still = c.pods().get(&failing).await.unwrap();
     assert_eq!(still.metadata.uid.as_ref(), Some(&uid), "{t}");
     assert_eq!(pods.uids_of(&failing), [uid], "{t}");

@@ -161,7 +161,7 @@ async fn permanent_exit_codes_fail_the_job_without_recreating_the_pod() {
 
         settle().await;
         assert_eq!(pods.uids_of(&pod).len(), 1, "exit code {code}: recreated");
-        assert_eq!(c.pod_names(&name).await, [pod.clone()], "exit code {code}");
+        assert_eq!(c.pod_names(&name).await, [pod.as_str()], "exit code {code}");
         assert_eq!(
             restarts(&failed, ReplicaType::Worker),
             None,
