@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 
@@ -96,13 +97,29 @@ pub async fn run_scope(
         tracing::error!("shared stores must offer subscriptions");
         return;
     };
+    // kube's shared stores tell their subscribers about applied objects only, never about
+    // deleted ones; a child that is gone for good (deleted from outside, or the failed pod
+    // this operator deleted) must still wake its job, or nothing recreates it.
+    let (gone_tx, gone_rx) = futures::channel::mpsc::unbounded::<ObjectRef<DynamicObject>>();
+    let (pod_gone, svc_gone) = (gone_tx.clone(), gone_tx);
+    let (pod_owner, svc_owner) = (shared.resource.clone(), shared.resource.clone());
     let pod_watch = watcher(pods, ours.clone())
         .default_backoff()
         .modify(trim_pod)
+        .inspect(move |e| {
+            if let Ok(watcher::Event::Delete(pod)) = e {
+                wake_owner(&pod.metadata, &pod_owner, &pod_gone);
+            }
+        })
         .reflect_shared(pod_writer);
     let svc_watch = watcher(services, ours)
         .default_backoff()
         .modify(trim_service)
+        .inspect(move |e| {
+            if let Ok(watcher::Event::Delete(svc)) = e {
+                wake_owner(&svc.metadata, &svc_owner, &svc_gone);
+            }
+        })
         .reflect_shared(svc_writer);
     let drive =
         |s: std::pin::Pin<Box<dyn futures::Stream<Item = _> + Send>>| s.for_each(|_| async {});
@@ -116,6 +133,7 @@ pub async fn run_scope(
     let controller = Controller::new_with(jobs, watcher::Config::default(), resource)
         .owns_shared_stream(pod_events)
         .owns_shared_stream(svc_events)
+        .reconcile_on(gone_rx)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
@@ -135,6 +153,25 @@ pub async fn run_scope(
         _ = drive(Box::pin(pod_watch.map(|_| ()))) => {},
         _ = drive(Box::pin(svc_watch.map(|_| ()))) => {},
         _ = ready => {},
+    }
+}
+
+/// The TFJob controlling the object with `meta`, as a reconcile trigger.
+fn controller_ref(meta: &ObjectMeta, job: &ApiResource) -> Option<ObjectRef<DynamicObject>> {
+    let owner = meta.owner_references.as_ref()?.iter().find(|o| {
+        o.controller == Some(true) && o.kind == job.kind && o.api_version == job.api_version
+    })?;
+    Some(ObjectRef::new_with(&owner.name, job.clone()).within(meta.namespace.as_deref()?))
+}
+
+fn wake_owner(
+    meta: &ObjectMeta,
+    job: &ApiResource,
+    tx: &futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+) {
+    if let Some(owner) = controller_ref(meta, job) {
+        // Only fails once the controller is gone (shutting down): nothing left to wake.
+        let _ = tx.unbounded_send(owner);
     }
 }
 
@@ -400,5 +437,52 @@ mod tests {
             .map(|&a| backoff(a).as_millis() as u64)
             .collect();
         assert_eq!(got, [500, 1000, 2000, 256_000, 300_000]);
+    }
+
+    #[test]
+    fn a_deleted_child_wakes_the_tfjob_that_controls_it() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let job = ApiResource::erase::<TFJob>(&());
+        let owner = |kind: &str, controller: Option<bool>| OwnerReference {
+            api_version: "kubeflow.org/v1".into(),
+            kind: kind.into(),
+            name: "mnist".into(),
+            uid: "u1".into(),
+            controller,
+            block_owner_deletion: None,
+        };
+        let meta = |owners: Vec<OwnerReference>, ns: Option<&str>| ObjectMeta {
+            name: Some("mnist-worker-0".into()),
+            namespace: ns.map(Into::into),
+            owner_references: Some(owners),
+            ..ObjectMeta::default()
+        };
+        let want = ObjectRef::new_with("mnist", job.clone()).within("ns");
+        let cases = [
+            (
+                "controlled by a TFJob",
+                meta(vec![owner("TFJob", Some(true))], Some("ns")),
+                Some(want),
+            ),
+            (
+                "owned but not controlled",
+                meta(vec![owner("TFJob", None)], Some("ns")),
+                None,
+            ),
+            (
+                "controlled by another kind",
+                meta(vec![owner("Job", Some(true))], Some("ns")),
+                None,
+            ),
+            ("no owner", meta(vec![], Some("ns")), None),
+            (
+                "no namespace",
+                meta(vec![owner("TFJob", Some(true))], None),
+                None,
+            ),
+        ];
+        for (name, meta, want) in cases {
+            assert_eq!(controller_ref(&meta, &job), want, "{name}");
+        }
     }
 }

@@ -285,3 +285,192 @@ pub fn job(name: &str, replicas: &[(&str, i32, &str)]) -> Value {
 pub fn annotate(job: &mut Value, t: &str, key: &str, value: &str) {
     job["spec"]["tfReplicaSpecs"][t]["template"]["metadata"]["annotations"][key] = json!(value);
 }
+
+// e2e-a helpers
+
+/// Every version of the objects in an `Api` that a watch delivered from its start: the
+/// evidence for "never happened" checks (no new pod, never Running and Restarting at once),
+/// which polling could miss between two reads.
+pub struct Recorder<K> {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<K>>>,
+    task: JoinHandle<()>,
+}
+
+impl<K> Recorder<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync,
+    K: 'static,
+{
+    /// Watch `api` (objects matching the label selector `labels`, "" for all), returning
+    /// once the watch has listed what exists, so nothing created afterwards is missed.
+    pub async fn start(api: Api<K>, labels: &str) -> Self {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (ready, listed) = oneshot::channel::<()>();
+        let config = watcher::Config::default().labels(labels);
+        let sink = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut ready = Some(ready);
+            let mut events = std::pin::pin!(watcher(api, config));
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                        sink.lock().expect("recorder lock").push(o)
+                    }
+                    Ok(watcher::Event::Delete(o)) => sink.lock().expect("recorder lock").push(o),
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(r) = ready.take() {
+                            let _ = r.send(());
+                        }
+                    }
+                    Ok(watcher::Event::Init) | Err(_) => {}
+                }
+            }
+        });
+        let _ = tokio::time::timeout(WAIT, listed).await;
+        Self { seen, task }
+    }
+
+    /// Every version seen so far, in the order seen.
+    pub fn seen(&self) -> Vec<K> {
+        self.seen.lock().expect("recorder lock").clone()
+    }
+
+    /// The distinct UIDs seen for the object named `name`, in order of first sight.
+    pub fn uids_of(&self, name: &str) -> Vec<String> {
+        let mut uids = Vec::new();
+        for o in self.seen() {
+            let meta = o.meta();
+            if meta.name.as_deref() == Some(name)
+                && let Some(uid) = meta.uid.clone()
+                && !uids.contains(&uid)
+            {
+                uids.push(uid);
+            }
+        }
+        uids
+    }
+
+    /// The distinct (name, uid) pairs seen, sorted.
+    pub fn identities(&self) -> std::collections::BTreeSet<(String, String)> {
+        self.seen()
+            .iter()
+            .filter_map(|o| Some((o.meta().name.clone()?, o.meta().uid.clone()?)))
+            .collect()
+    }
+}
+
+impl<K> Drop for Recorder<K> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A watch on the pods of TFJob `job` in the test's namespace.
+pub async fn record_pods(c: &TestCluster, job: &str) -> Recorder<Pod> {
+    Recorder::start(c.pods(), &format!("training.kubeflow.org/job-name={job}")).await
+}
+
+/// A watch on every TFJob of the test's namespace (filter by name when reading).
+pub async fn record_jobs(c: &TestCluster) -> Recorder<TFJob> {
+    Recorder::start(c.jobs(), "").await
+}
+
+/// The condition of type `t`, if present.
+pub fn condition(job: &TFJob, t: ConditionType) -> Option<&tfjob_operator::crd::JobCondition> {
+    job.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == t)
+}
+
+/// `(reason, message)` of condition `t`, if present.
+pub fn reason_and_message(job: &TFJob, t: ConditionType) -> Option<(String, String)> {
+    condition(job, t).map(|c| {
+        (
+            c.reason.clone().unwrap_or_default(),
+            c.message.clone().unwrap_or_default(),
+        )
+    })
+}
+
+/// `status.replicaStatuses[t].restarts`.
+pub fn restarts(job: &TFJob, t: tfjob_operator::crd::ReplicaType) -> Option<i32> {
+    job.status
+        .as_ref()?
+        .replica_statuses
+        .get(&t)
+        .and_then(|s| s.restarts)
+}
+
+impl TestCluster {
+    /// Wait until an event with `reason` and exactly `message` is recorded about TFJob `job`.
+    pub async fn until_event(&self, job: &str, reason: &str, message: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let events = self.events_of(job).await;
+            if events.iter().any(|(r, m)| r == reason && m == message) {
+                return;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("no event {reason} {message:?} about {job}; events: {events:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The pod's UID once it exists (and is not being deleted) with a UID other than `not`.
+    pub async fn until_pod_uid(&self, name: &str, not: Option<&str>) -> String {
+        until(&self.pods(), name, "a (new) pod", |p| {
+            p.filter(|p| p.metadata.deletion_timestamp.is_none())
+                .and_then(|p| p.metadata.uid.clone())
+                .filter(|uid| Some(uid.as_str()) != not)
+        })
+        .await
+    }
+
+    /// The pod's phase once it is `phase`.
+    pub async fn until_pod_phase(&self, name: &str, phase: &str) -> Pod {
+        until(&self.pods(), name, &format!("pod phase {phase}"), |p| {
+            p.filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(phase))
+                .cloned()
+        })
+        .await
+    }
+}
+
+/// Let the operator act for a short bounded while, for "this does not happen" checks made
+/// after the state that would precede it was reached.
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+}
+
+/// Poll `check` until it returns `Some` (60 s limit), for states spread over several objects.
+pub async fn eventually<T, Fut>(what: &str, check: impl Fn() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+impl TestCluster {
+    /// Wait until the pods of `job` that exist (not being deleted) are exactly `names`.
+    pub async fn until_pods_are(&self, job: &str, names: &[&str]) {
+        let what = format!("pods of {job} to be {names:?}");
+        eventually(&what, || async {
+            (self.pod_names(job).await == names).then_some(())
+        })
+        .await
+    }
+}
