@@ -155,18 +155,19 @@ async fn slow_deletion_honours_the_grace_period() {
     pods.delete(
         "s",
         &DeleteParams {
-            grace_period_seconds: Some(1),
+            grace_period_seconds: Some(3),
             ..Default::default()
         },
     )
     .await
     .expect("delete");
+    // Well inside the grace period even on a loaded machine.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         pods.get_opt("s").await.expect("get").is_some(),
         "still within its grace period"
     );
-    eventually(5, "pod removed after grace", || async {
+    eventually(15, "pod removed after grace", || async {
         matches!(pods.get_opt("s").await, Ok(None)).then_some(())
     })
     .await;
