@@ -66,7 +66,8 @@ async fn ttl_deletes_the_finished_job_and_its_children_follow_by_garbage_collect
     // Present right after completion: the TTL counts from completionTime.
     let completion = finished.status.unwrap().completion_time.unwrap().0;
     assert!(c.jobs().get_opt("ttl").await.unwrap().is_some());
-    c.until_gone(&c.jobs(), "ttl", "TFJob deleted by its TTL").await;
+    c.until_gone(&c.jobs(), "ttl", "TFJob deleted by its TTL")
+        .await;
     let after = seconds_between(completion, Timestamp::now());
     // completionTime is truncated to the second, hence up to 1 s of slack below the TTL.
     assert!(
@@ -86,7 +87,9 @@ async fn ttl_deletes_the_finished_job_and_its_children_follow_by_garbage_collect
     .await;
     let events = c.events_of("ttl").await;
     assert!(
-        events.iter().any(|(reason, _)| reason == "SuccessfulDeleteJob"),
+        events
+            .iter()
+            .any(|(reason, _)| reason == "SuccessfulDeleteJob"),
         "{events:?}"
     );
 }
@@ -130,7 +133,12 @@ async fn clean_pod_policy_running_deletes_the_running_ps_and_keeps_finished_work
 
 #[tokio::test]
 async fn clean_pod_policy_none_deletes_nothing() {
-    clean_pod_policy_case("clean-none", Some("None"), &["ps-0", "worker-0", "worker-1"]).await;
+    clean_pod_policy_case(
+        "clean-none",
+        Some("None"),
+        &["ps-0", "worker-0", "worker-1"],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -183,7 +191,10 @@ async fn a_job_created_suspended_gets_nothing_until_resumed_then_runs_to_success
     let resumed = condition(&job, ConditionType::Suspended).unwrap();
     assert_eq!(resumed.message.as_deref(), Some("TFJob sc is resumed."));
     let start = job.status.as_ref().unwrap().start_time.as_ref().unwrap().0;
-    assert!(start >= before_resume, "startTime {start} predates the resume");
+    assert!(
+        start >= before_resume,
+        "startTime {start} predates the resume"
+    );
     until(&c.pods(), "sc-worker-0", "pod created after resume", |p| {
         p.cloned()
     })
@@ -207,7 +218,8 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
         .await;
     let names = ["sr-ps-0", "sr-worker-0", "sr-worker-1"];
     for name in names {
-        c.until_gone(&c.pods(), name, "pod deleted on suspend").await;
+        c.until_gone(&c.pods(), name, "pod deleted on suspend")
+            .await;
         c.until_gone(&c.services(), name, "service deleted on suspend")
             .await;
     }
@@ -231,7 +243,10 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
         "TFJobSuspended"
     ));
     assert_eq!(
-        condition(&job, ConditionType::Running).unwrap().message.as_deref(),
+        condition(&job, ConditionType::Running)
+            .unwrap()
+            .message
+            .as_deref(),
         Some("TFJob sr is suspended.")
     );
 
@@ -246,16 +261,22 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
     .await;
     c.merge_patch_job("sr", json!({"spec": {"runPolicy": {"suspend": false}}}))
         .await;
-    let pod: Pod = until(&c.pods(), "sr-worker-1", "worker recreated on resume", |p| {
-        p.cloned()
-    })
+    let pod: Pod = until(
+        &c.pods(),
+        "sr-worker-1",
+        "worker recreated on resume",
+        |p| p.cloned(),
+    )
     .await;
     let annotations = pod.metadata.annotations.unwrap();
     assert_eq!(
         annotations.get("e2e.tfjob.dev/edited").map(String::as_str),
         Some("while-suspended")
     );
-    until(&c.pods(), "sr-ps-0", "PS recreated on resume", |p| p.cloned()).await;
+    until(&c.pods(), "sr-ps-0", "PS recreated on resume", |p| {
+        p.cloned()
+    })
+    .await;
     let job = c.until_condition("sr", ConditionType::Succeeded).await;
     assert!(condition_is(
         &job,
@@ -329,11 +350,17 @@ async fn scaling_workers_up_and_down_adds_and_removes_children_without_failing()
     // Give the operator time to (wrongly) count the deleted pods as failures.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let job = c.jobs().get("sc").await.unwrap();
-    assert_eq!(true_conditions(&job), [ConditionType::Created, ConditionType::Running]);
+    assert_eq!(
+        true_conditions(&job),
+        [ConditionType::Created, ConditionType::Running]
+    );
     assert_eq!(c.pod_names("sc").await, ["sc-worker-0"]);
     assert_eq!(c.service_names("sc").await, ["sc-worker-0"]);
     let still = c.pods().get("sc-worker-0").await.unwrap();
-    assert_eq!(still.metadata.uid, worker0.metadata.uid, "worker 0 was kept");
+    assert_eq!(
+        still.metadata.uid, worker0.metadata.uid,
+        "worker 0 was kept"
+    );
     let workers = &job.status.unwrap().replica_statuses[&ReplicaType::Worker];
     assert_eq!(workers.failed.unwrap_or(0), 0);
 }
@@ -350,8 +377,8 @@ async fn run_until_settled(c: &TestCluster, spec: serde_json::Value) -> tfjob_si
         .await
         .unwrap();
     c.until_condition(&name, ConditionType::Succeeded).await;
-    let lp = kube::api::ListParams::default()
-        .labels(&format!("training.kubeflow.org/job-name={name}"));
+    let lp =
+        kube::api::ListParams::default().labels(&format!("training.kubeflow.org/job-name={name}"));
     let deadline = tokio::time::Instant::now() + support::WAIT;
     loop {
         let pods = c.pods().list(&lp).await.unwrap().items;
@@ -362,7 +389,10 @@ async fn run_until_settled(c: &TestCluster, spec: serde_json::Value) -> tfjob_si
         if !busy {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{name} never settled");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name} never settled"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     c.sim().requests().since(&before)
