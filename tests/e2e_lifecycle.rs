@@ -412,16 +412,19 @@ async fn run_until_settled(c: &TestCluster, spec: serde_json::Value) -> tfjob_si
     c.sim().requests().since(&before)
 }
 
-/// The operator's writes in `counts`, by verb and resource, for the report.
+/// The operator's writes in `counts`, by verb and resource, and the user agents they came
+/// with (kube-rs sends none of its own: the simulator records an empty one).
 fn write_breakdown(counts: &tfjob_sim::RequestCounts) -> String {
     let mut out = std::collections::BTreeMap::<String, u64>::new();
+    let mut agents = std::collections::BTreeSet::new();
     for (k, n) in &counts.0 {
         let one = tfjob_sim::RequestCounts([(k.clone(), *n)].into_iter().collect());
         if operator_writes(&one) > 0 {
             *out.entry(format!("{} {}", k.verb, k.resource)).or_default() += n;
+            agents.insert(k.user_agent.clone());
         }
     }
-    format!("{out:?}")
+    format!("{out:?}, user agents {agents:?}")
 }
 
 #[tokio::test]
