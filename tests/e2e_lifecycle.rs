@@ -52,6 +52,7 @@ async fn active_deadline_fails_the_job_on_time_and_deletes_its_unfinished_pods()
         "deadline fired {late}s after startTime+2s (start {start}, failed {fired})"
     );
     assert!(!has_condition(&job, ConditionType::Running));
+    assert!(status.completion_time.is_some());
     // Unfinished pods go whatever the cleanPodPolicy, with their services.
     for name in ["dl-ps-0", "dl-worker-0", "dl-worker-1"] {
         c.until_gone(&c.pods(), name, "pod deleted").await;
@@ -158,10 +159,20 @@ fn condition_is(job: &TFJob, t: ConditionType, status: ConditionStatus, reason: 
     condition(job, t).is_some_and(|c| c.status == status && c.reason.as_deref() == Some(reason))
 }
 
-/// How many events of `reason` were recorded about job `name`.
-async fn event_count(c: &TestCluster, name: &str, reason: &str) -> usize {
-    let events = c.events_of(name).await;
-    events.iter().filter(|(r, _)| r == reason).count()
+/// How many times an event of `reason` was recorded about job `name` (a repeated event is one
+/// object with a series count: kube's recorder folds repeats into it).
+async fn event_count(c: &TestCluster, name: &str, reason: &str) -> i32 {
+    let api: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(c.client.clone(), &c.namespace);
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+        .sum()
 }
 
 #[tokio::test]
@@ -223,7 +234,8 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
     annotate(&mut spec, "Worker", RUN, LONG);
     c.create(spec).await;
     c.until_condition("sr", ConditionType::Running).await;
-    let first_start = c.jobs().get("sr").await.unwrap().status.unwrap().start_time;
+    let status = c.jobs().get("sr").await.unwrap().status.unwrap();
+    let first_start = status.start_time.unwrap();
 
     c.merge_patch_job("sr", json!({"spec": {"runPolicy": {"suspend": true}}}))
         .await;
@@ -270,6 +282,19 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
         }}}}}}}),
     )
     .await;
+    // Worker 0 decides success: it finishes last, so worker 1 is finished (and kept) by then.
+    c.sim()
+        .script_pod(&c.namespace, "sr-worker-0", [("run-seconds", "1")]);
+    // Nothing comes back while suspended, whatever the operator sees meanwhile.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(c.pod_names("sr").await.is_empty());
+    assert!(c.service_names("sr").await.is_empty());
+    // Times are stored in whole seconds: one second of slack.
+    let before_resume = Timestamp::now() - SignedDuration::from_secs(1);
+    assert!(
+        first_start.0 < before_resume,
+        "the job ran too briefly to tell"
+    );
     c.merge_patch_job("sr", json!({"spec": {"runPolicy": {"suspend": false}}}))
         .await;
     let pod: Pod = until(
@@ -295,8 +320,15 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
         ConditionStatus::False,
         "TFJobResumed"
     ));
-    let restarted = job.status.unwrap().start_time;
-    assert!(restarted >= first_start, "{restarted:?} < {first_start:?}");
+    let restarted = job.status.as_ref().unwrap().start_time.as_ref().unwrap().0;
+    assert!(
+        restarted >= before_resume,
+        "startTime {restarted} not reset on resume"
+    );
+    // Finished workers keep their (recreated) services under the default cleanPodPolicy.
+    assert_eq!(c.service_names("sr").await, ["sr-worker-0", "sr-worker-1"]);
+    assert_eq!(event_count(&c, "sr", "TFJobSuspended").await, 1);
+    assert_eq!(event_count(&c, "sr", "TFJobResumed").await, 1);
 }
 
 #[tokio::test]
