@@ -61,6 +61,43 @@ async fn active_deadline_fails_the_job_on_time_and_deletes_its_unfinished_pods()
 }
 
 #[tokio::test]
+async fn the_deadline_clock_stops_while_suspended_and_restarts_on_resume() {
+    let c = TestCluster::start("deadline-suspended").await;
+    if !c.simulated() {
+        return eprintln!("skipped: needs long-running pod scripts (simulator only)");
+    }
+    let mut spec = job("ds", &[("Worker", 1, "Never")]);
+    annotate(&mut spec, "Worker", RUN, LONG);
+    spec["spec"]["runPolicy"] = json!({"activeDeadlineSeconds": 1, "suspend": true});
+    c.create(spec).await;
+    c.until_condition("ds", ConditionType::Suspended).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let job = c.jobs().get("ds").await.unwrap();
+    assert_eq!(
+        true_conditions(&job),
+        [ConditionType::Created, ConditionType::Suspended]
+    );
+
+    let before_resume = Timestamp::now() - SignedDuration::from_secs(1);
+    c.merge_patch_job("ds", json!({"spec": {"runPolicy": {"suspend": false}}}))
+        .await;
+    let job = c.until_condition("ds", ConditionType::Failed).await;
+    let failed = condition(&job, ConditionType::Failed).unwrap();
+    assert_eq!(
+        failed.message.as_deref(),
+        Some("Job ds has failed because it was active longer than specified deadline")
+    );
+    let start = job.status.as_ref().unwrap().start_time.as_ref().unwrap().0;
+    assert!(
+        start >= before_resume,
+        "startTime {start} not reset on resume"
+    );
+    let fired = failed.last_transition_time.unwrap().0;
+    let late = seconds_between(start + SignedDuration::from_secs(1), fired);
+    assert!((0.0..=1.5).contains(&late), "deadline fired {late}s late");
+}
+
+#[tokio::test]
 async fn ttl_deletes_the_finished_job_and_its_children_follow_by_garbage_collection() {
     let c = TestCluster::start("ttl").await;
     let mut spec = job("ttl", &[("Worker", 1, "Never")]);
