@@ -33,8 +33,7 @@ async fn active_deadline_fails_the_job_on_time_and_deletes_its_unfinished_pods()
     annotate(&mut spec, "Worker", RUN, LONG);
     spec["spec"]["runPolicy"] = json!({"activeDeadlineSeconds": 2});
     c.create(spec).await;
-    // Nothing else happens to this job after its pods run: only the timer can fail it.
-    c.until_condition("dl", ConditionType::Running).await;
+    // Nothing else happens to this job once its pods run: only the timer can fail it.
     let job = c.until_condition("dl", ConditionType::Failed).await;
     let failed = condition(&job, ConditionType::Failed).unwrap();
     assert_eq!(failed.reason.as_deref(), Some("TFJobFailed"));
@@ -99,21 +98,46 @@ async fn the_deadline_clock_stops_while_suspended_and_restarts_on_resume() {
 
 #[tokio::test]
 async fn ttl_deletes_the_finished_job_and_its_children_follow_by_garbage_collection() {
+    use futures::StreamExt;
+    use kube::runtime::watcher::{self, Event, watcher};
+
     let c = TestCluster::start("ttl").await;
+    // Watched, not polled: the job may live only a moment after completion, and a poll
+    // under load could miss that moment.
+    let mut changes = watcher(
+        c.jobs(),
+        watcher::Config::default().fields("metadata.name=ttl"),
+    )
+    .boxed();
+    while !matches!(changes.next().await, Some(Ok(Event::InitDone))) {}
     let mut spec = job("ttl", &[("Worker", 1, "Never")]);
     spec["spec"]["runPolicy"] = json!({"ttlSecondsAfterFinished": 1});
     c.create(spec).await;
-    // Seen present and Succeeded right after completion: the TTL counts from completionTime.
-    let finished = c.until_condition("ttl", ConditionType::Succeeded).await;
-    let completion = finished.status.unwrap().completion_time.unwrap().0;
-    c.until_gone(&c.jobs(), "ttl", "TFJob deleted by its TTL")
-        .await;
-    let after = seconds_between(completion, Timestamp::now());
+    let mut completion = None;
+    let gone_at = tokio::time::timeout(support::WAIT, async {
+        while let Some(change) = changes.next().await {
+            match change.expect("watching the TFJob") {
+                Event::Apply(j) if j.metadata.deletion_timestamp.is_some() => break,
+                Event::Apply(j) if has_condition(&j, ConditionType::Succeeded) => {
+                    // Seen present and Succeeded after completion: the TTL counts from here.
+                    completion = j.status.and_then(|s| s.completion_time);
+                }
+                Event::Delete(_) => break,
+                _ => {}
+            }
+        }
+        Timestamp::now()
+    })
+    .await
+    .expect("the TFJob was not deleted by its TTL");
+    let completion = completion.expect("the TFJob was never seen Succeeded").0;
+    let after = seconds_between(completion, gone_at);
     // completionTime is truncated to the second, hence up to 1 s of slack below the TTL.
     assert!(
         (1.0..=4.0).contains(&after),
         "TFJob deleted {after}s after completionTime"
     );
+    assert!(c.jobs().get_opt("ttl").await.unwrap().is_none());
     until(&c.pods(), "ttl-worker-0", "pod garbage-collected", |p| {
         p.is_none().then_some(())
     })
