@@ -474,3 +474,87 @@ impl TestCluster {
         .await
     }
 }
+
+// e2e-b helpers
+
+/// User agent of [`TestCluster::test_client`]: kube-rs sends no `User-Agent` of its own, so the
+/// operator's requests reach the simulator with an empty one and the test's are told apart by this.
+pub const TEST_AGENT: &str = "tfjob-e2e-test";
+
+impl TestCluster {
+    /// A second client to the same cluster whose requests carry [`TEST_AGENT`], so that the
+    /// simulator's counters separate the test's own writes from the operator's.
+    pub async fn test_client(&self) -> Client {
+        let mut config = match &self.sim {
+            Some(sim) => kube::Config::new(sim.url().parse().expect("simulator URL")),
+            None => kube::Config::infer().await.expect("KUBECONFIG is unusable"),
+        };
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(TEST_AGENT),
+        ));
+        Client::try_from(config).expect("test client")
+    }
+
+    /// TFJobs of this test's namespace, through [`Self::test_client`].
+    pub async fn test_jobs(&self) -> Api<TFJob> {
+        Api::namespaced(self.test_client().await, &self.namespace)
+    }
+
+    /// Apply a JSON merge patch to TFJob `name` (as the test, not as the operator).
+    pub async fn merge_patch_job(&self, name: &str, patch: Value) -> TFJob {
+        self.test_jobs()
+            .await
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .expect("patching the TFJob")
+    }
+
+    /// Wait until the object `name` is gone from `api` (or is being deleted).
+    pub async fn until_gone<K>(&self, api: &Api<K>, name: &str, what: &str)
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        until(api, name, what, |o| {
+            o.is_none_or(|o| o.meta().deletion_timestamp.is_some())
+                .then_some(())
+        })
+        .await
+    }
+
+    /// Names of the services of job `name` that currently exist.
+    pub async fn service_names(&self, job: &str) -> Vec<String> {
+        let lp = kube::api::ListParams::default()
+            .labels(&format!("training.kubeflow.org/job-name={job}"));
+        let mut names: Vec<String> = self
+            .services()
+            .list(&lp)
+            .await
+            .expect("listing services")
+            .items
+            .into_iter()
+            .filter(|s| s.metadata.deletion_timestamp.is_none())
+            .filter_map(|s| s.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Write requests in `counts` that the test's own client did not make (on the simulator only
+/// the operator and the test talk to the API server; the pod simulator writes to its store).
+pub fn operator_writes(counts: &tfjob_sim::RequestCounts) -> u64 {
+    counts
+        .0
+        .iter()
+        .filter(|(k, _)| k.user_agent != TEST_AGENT)
+        .filter(|(k, _)| {
+            ["create", "update", "patch", "delete", "deletecollection"].contains(&k.verb.as_str())
+        })
+        .map(|(_, n)| n)
+        .sum()
+}

@@ -1,0 +1,151 @@
+//! End to end through the real `kubectl` (contract §10): every TFJob example in `examples/`,
+//! applied unchanged, runs to completion, and `kubectl get`/`describe` show it as a user expects.
+//! Simulator only: a real cluster may lack the examples' images, GPUs, secrets and volumes.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::{TestCluster, has_condition, until};
+use tfjob_operator::crd::ConditionType;
+
+/// Run kubectl with `args` against the kubeconfig `config`; returns stdout, panics with
+/// stderr on failure. Runs off the async runtime: the operator shares it.
+async fn kubectl(config: &Path, args: &[&str]) -> String {
+    let mut cmd = Command::new("kubectl");
+    cmd.arg("--kubeconfig").arg(config).args(args);
+    let shown = format!("kubectl {}", args.join(" "));
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("kubectl task")
+        .unwrap_or_else(|e| panic!("running {shown}: {e} (is kubectl installed and on PATH?)"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{shown} failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn require_kubectl() {
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "this test needs `kubectl` on PATH (https://kubernetes.io/docs/tasks/tools/)"
+    );
+}
+
+/// The example files holding a TFJob, in name order (the PVC of tfevent-volume.yaml is for
+/// real clusters: the simulator runs pods without volumes).
+fn tfjob_examples() -> Vec<(PathBuf, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files: Vec<(PathBuf, String)> = std::fs::read_dir(&dir)
+        .expect("examples/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("reading an example");
+            (p, text)
+        })
+        .filter(|(_, text)| {
+            text.lines()
+                .any(|l| l.trim().replace('"', "") == "kind: TFJob")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A per-run scratch directory for the kubeconfig.
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tfjob-e2e-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("creating a temp dir");
+    dir
+}
+
+#[tokio::test]
+async fn every_example_applied_with_kubectl_runs_to_completion_and_shows_in_get_and_describe() {
+    let c = TestCluster::start("kubectl").await;
+    if !c.simulated() {
+        return eprintln!(
+            "skipped: the examples' images, GPUs and volumes may not exist on a real cluster (simulator only)"
+        );
+    }
+    require_kubectl();
+    let dir = scratch_dir();
+    let config = dir.join("kubeconfig");
+    c.sim()
+        .write_kubeconfig(&config)
+        .expect("writing the kubeconfig");
+    let ns = c.namespace.clone();
+
+    let examples = tfjob_examples();
+    assert!(examples.len() >= 6, "seed examples missing: {examples:?}");
+    let mut names = Vec::new();
+    for (path, text) in &examples {
+        let file = path.to_str().expect("UTF-8 path");
+        // `apply` needs a fixed name; generateName manifests are meant for `create`.
+        let verb = if text.contains("generateName:") {
+            "create"
+        } else {
+            "apply"
+        };
+        let out = kubectl(&config, &["-n", &ns, verb, "-f", file, "-o", "name"]).await;
+        let name = out
+            .trim()
+            .strip_prefix("tfjob.kubeflow.org/")
+            .unwrap_or_else(|| panic!("{verb} {file} printed {out:?}"))
+            .to_string();
+        names.push((name, file.to_string()));
+    }
+
+    for (name, file) in &names {
+        until(&c.jobs(), name, &format!("{file} succeeded"), |j| {
+            j.filter(|j| has_condition(j, ConditionType::Succeeded))
+                .map(|_| ())
+        })
+        .await;
+    }
+
+    let table = kubectl(&config, &["-n", &ns, "get", "tfjobs"]).await;
+    eprintln!("kubectl get tfjobs:\n{table}");
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header.get(..3),
+        Some(&["NAME", "STATE", "AGE"][..]),
+        "{table}"
+    );
+    for (name, file) in &names {
+        let row: Vec<&str> = lines
+            .clone()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&name.as_str()))
+            .unwrap_or_else(|| panic!("{name} ({file}) missing from:\n{table}"));
+        assert_eq!(row.get(1), Some(&"Succeeded"), "{file}:\n{table}");
+    }
+
+    for (name, file) in &names {
+        let described = kubectl(&config, &["-n", &ns, "describe", "tfjob", name]).await;
+        let events = described
+            .split_once("\nEvents:")
+            .inspect(|(_, e)| eprintln!("{file}, kubectl describe events:{e}"))
+            .map(|(_, e)| e)
+            .unwrap_or_else(|| panic!("no Events section for {file}:\n{described}"));
+        assert!(
+            events.contains("SuccessfulCreatePod"),
+            "{file}: no SuccessfulCreatePod event:\n{described}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
