@@ -75,17 +75,8 @@ async fn a_standby_operator_takes_over_when_the_leader_stops() {
 
 /// The operator instances that recorded events about job `name`.
 async fn reporters(c: &TestCluster, name: &str) -> Vec<String> {
-    let api: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(c.client.clone(), &c.namespace);
-    let mut instances: Vec<String> = api
-        .list(&Default::default())
-        .await
-        .expect("listing events")
-        .items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .filter_map(|e| e.reporting_instance)
-        .collect();
+    let events = c.events_about(name).await.into_iter();
+    let mut instances: Vec<String> = events.filter_map(|e| e.reporting_instance).collect();
     instances.sort();
     instances.dedup();
     instances

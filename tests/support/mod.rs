@@ -169,17 +169,23 @@ impl TestCluster {
         names
     }
 
-    /// Reason/message pairs of the events recorded about TFJob `name`.
-    pub async fn events_of(&self, name: &str) -> Vec<(String, String)> {
+    /// The events (events.k8s.io/v1) recorded about TFJob `name`.
+    pub async fn events_about(&self, name: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
         let api: Api<k8s_openapi::api::events::v1::Event> =
             Api::namespaced(self.client.clone(), &self.namespace);
-        let mut out: Vec<(String, String)> = api
-            .list(&Default::default())
+        api.list(&Default::default())
             .await
             .expect("listing events")
             .items
             .into_iter()
             .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .collect()
+    }
+
+    /// Reason/message pairs of the events recorded about TFJob `name`.
+    pub async fn events_of(&self, name: &str) -> Vec<(String, String)> {
+        let events = self.events_about(name).await.into_iter();
+        let mut out: Vec<(String, String)> = events
             .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
             .collect();
         out.sort();
