@@ -1,7 +1,7 @@
-//! End to end: restarts (contract §6.2, §6.4, §7.2) — kubelet restarts under OnFailure,
-//! ExitCode retryable and permanent codes, the backoff limit, pods deleted from outside, and
-//! an operator restarted mid-job. Every test scripts pod outcomes, so they run on the
-//! simulator only.
+//! End to end: restarts (contract §6.2, §6.4, §7.2) — kubelet restarts under OnFailure
+//! (counted in `restarts`), ExitCode retryable and permanent codes, the backoff limit, pods
+//! deleted from outside, and an operator restarted mid-job. Every test scripts pod
+//! outcomes, so they run on the simulator only.
 
 mod support;
 
@@ -81,10 +81,10 @@ async fn on_failure_the_kubelet_restarts_the_container_in_place_and_the_job_succ
     let pod = c.pods().get("flaky-worker-0").await.unwrap();
     assert_eq!(tensorflow_restart_count(&pod), Some(2));
     assert_eq!(pods.uids_of("flaky-worker-0").len(), 1, "pod was recreated");
-    // The operator restarted nothing itself: no Restarting, and (lead's decision, plan.rs)
-    // kubelet restarts of a pod that is never deleted are not folded into the durable
-    // `replicaStatuses[Worker].restarts`; they only count towards backoffLimit.
-    assert_eq!(restarts(&done, ReplicaType::Worker), None);
+    // The kubelet's two in-place restarts are restarts (§6.4), counted once each in the
+    // durable `replicaStatuses[Worker].restarts`; the operator restarted nothing itself, so
+    // no Restarting.
+    assert_eq!(restarts(&done, ReplicaType::Worker), Some(2));
     for j in versions(&jobs, "flaky") {
         assert!(condition(&j, ConditionType::Restarting).is_none());
     }
@@ -249,6 +249,11 @@ async fn the_backoff_limit_counts_kubelet_restarts_too() {
         restarted,
         Some(2),
         "the kubelet's second restart passes limit 1"
+    );
+    assert_eq!(
+        restarts(&failed, ReplicaType::Worker),
+        Some(2),
+        "both kubelet restarts counted"
     );
     assert_eq!(
         pods.uids_of("crashy-worker-0").len(),

@@ -89,6 +89,9 @@ pub struct ReplicaStatus {
     /// Restarts of this type's replicas, kept across pod deletion and operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restarts: Option<i32>,
+    /// Kubelet restarts already counted in `restarts`, per live pod uid (bookkeeping).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_restarts: BTreeMap<String, i32>,
     /// Label selector of this type's pods, as a string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,

@@ -8,8 +8,12 @@
 //!
 //! Decisions beyond the contract's wording:
 //! - Restart counting (DECIDED by the lead): `replicaStatuses[T].restarts` is the durable
-//!   count; a restarted failed pod adds 1 plus its kubelet restarts; a pod deleted from
-//!   outside (its service still there, the job started and not Restarting) adds 1.
+//!   count of every restart. Kubelet restarts are added incrementally each pass, per pod
+//!   uid, with `replicaStatuses[T].podRestarts` recording what was already counted
+//!   (`counts`); a restarted failed pod then adds exactly 1, and so does a pod deleted from
+//!   outside (its service still there, the job started and not Restarting) when recreated.
+//!   The pass that concludes the job still counts the kubelet restarts it observes (they
+//!   happened), not restarts it decides against; after that the counts are frozen.
 //! - A pod deleted from outside also sets Restarting, exactly like a failed pod: so a
 //!   recreate that keeps failing (quota) after its service was created counts once, and an
 //!   outside deletion while Restarting is not counted at all (it cannot be told apart from
@@ -178,17 +182,19 @@ fn invalid(job: &TFJob) -> Option<String> {
 /// An unfinished, valid job: first-reconcile conditions, then suspend, or resume and run.
 fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &mut Plan) {
     created(view, status, out);
-    let recorded = counts::recorded_restarts(&status.replica_statuses);
+    // Kubelet restarts are facts whatever this pass decides: counted first, on every pass
+    // of a running job (suspending, concluding or not).
+    let book =
+        counts::RestartBook::recorded(&status.replica_statuses).with_kubelet_restarts(children);
     if view.suspended() {
         suspend::suspend(view, children, status, out);
-        status.replica_statuses =
-            counts::replica_statuses(view, children, &recorded, &out.delete_pods);
+        status.replica_statuses = counts::replica_statuses(view, children, &book, &out.delete_pods);
         return;
     }
     let started = status.start_time.is_some() && !suspend::resume(view, status, out);
     status.start_time.get_or_insert(Time(view.now));
     let restarting = conditions::is_true(&status.conditions, ConditionType::Restarting);
-    let scan = restarts::scan(view, children, &recorded, restarting, started);
+    let scan = restarts::scan(view, children, &book.restarts, restarting, started);
     let verdict = if finish::succeeded(view, children) {
         Some(Verdict::Succeeded)
     } else if let Some(cause) = scan.failure.clone() {
@@ -198,13 +204,16 @@ fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &
     };
     let Some(verdict) = verdict else {
         let restarted: Vec<_> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
-        status.replica_statuses =
-            counts::replica_statuses(view, children, &scan.counts, &restarted);
+        let book = counts::RestartBook {
+            restarts: scan.counts,
+            ..book
+        };
+        status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
         out.events.extend(scan.events);
         out.events.extend(children.stuck_events(view.namespace));
         return advance(view, children, &scan.restarts, status, out);
     };
-    status.replica_statuses = counts::replica_statuses(view, children, &recorded, &[]);
+    status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
     if scan.failure.is_some() && matches!(verdict, Verdict::Failed(_)) {
         out.events.extend(scan.events);
     }

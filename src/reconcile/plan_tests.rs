@@ -58,6 +58,8 @@ struct Expect {
     counts: Vec<Counts>,
     /// (type, restarts) alone.
     restarts: Vec<(ReplicaType, Option<i32>)>,
+    /// (type, podRestarts as (uid, kubelet restarts counted)).
+    pod_restarts: Vec<(ReplicaType, Vec<(&'static str, i32)>)>,
     no_status: bool,
     start_time: Option<Option<Timestamp>>,
     completion_time: Option<Option<Timestamp>>,
@@ -139,6 +141,15 @@ fn with_policy(mut j: TFJob, f: impl FnOnce(&mut RunPolicy)) -> TFJob {
 fn with_restarts(mut j: TFJob, t: ReplicaType, n: i32) -> TFJob {
     let s = j.status.get_or_insert_with(TFJobStatus::default);
     s.replica_statuses.entry(t).or_default().restarts = Some(n);
+    j
+}
+
+/// A status that already counted `counted` kubelet restarts, by pod uid, in `restarts[t]`.
+fn with_pod_restarts(mut j: TFJob, t: ReplicaType, n: i32, counted: &[(&str, i32)]) -> TFJob {
+    let s = j.status.get_or_insert_with(TFJobStatus::default);
+    let rs = s.replica_statuses.entry(t).or_default();
+    rs.restarts = Some(n);
+    rs.pod_restarts = counted.iter().map(|&(u, r)| (u.to_string(), r)).collect();
     j
 }
 
@@ -237,6 +248,15 @@ fn check(c: &Case) {
     for (t, restarts) in &e.restarts {
         let got = s.replica_statuses.get(t).and_then(|r| r.restarts);
         assert_eq!(got, *restarts, "{n}: restarts of {t}");
+    }
+    for (t, want) in &e.pod_restarts {
+        let got = s
+            .replica_statuses
+            .get(t)
+            .map(|r| r.pod_restarts.clone())
+            .unwrap_or_default();
+        let want: BTreeMap<String, i32> = want.iter().map(|&(u, r)| (u.to_string(), r)).collect();
+        assert_eq!(got, want, "{n}: podRestarts of {t}");
     }
     if let Some(w) = e.start_time {
         assert_eq!(s.start_time, w.map(Time), "{n}: startTime");
@@ -375,6 +395,7 @@ fn all_cases() -> Vec<Case> {
         success_matrix(),
         failure_matrix(),
         exit_code_matrix(),
+        kubelet_restart_cases(),
         backoff_cases(),
         timer_cases(),
         finished_cases(),
@@ -1113,7 +1134,7 @@ fn exit_code_matrix() -> Vec<Case> {
             vec![pod(j, Worker, 0).failed(Some(1)).restarts(2).build()]
         });
         cases.push(case(
-            format!("{policy:?}: failed pod restarted, kubelet restarts folded in"),
+            format!("{policy:?}: failed pod restarted: its 2 kubelet restarts, plus 1"),
             j,
             pods,
             at(9),
@@ -1121,11 +1142,105 @@ fn exit_code_matrix() -> Vec<Case> {
                 conditions: Some(vec![CREATED, (Restarting, true, "TFJobRestarting")]),
                 delete_pods: Some(names("j", &[(Worker, 0)])),
                 counts: vec![(Worker, Some(1), None, None, Some(3))],
+                pod_restarts: vec![(Worker, vec![("uid-j-worker-0", 2)])],
                 ..Default::default()
             },
         ));
     }
     cases
+}
+
+/// Kubelet restarts (OnFailure/Always) counted in `restarts` per pod uid (contract §6.4).
+fn kubelet_restart_cases() -> Vec<Case> {
+    let specs = [(Worker, 2, OnFailure)];
+    let w0 = "uid-j-worker-0";
+    let steady = |rc: i32| Expect {
+        conditions: Some(vec![CREATED, RUNNING]),
+        events: Some(vec![]),
+        create_pods: Some(vec![]),
+        delete_pods: Some(vec![]),
+        counts: vec![(Worker, Some(2), None, None, Some(rc))],
+        pod_restarts: vec![(Worker, vec![(w0, rc)])],
+        ..Default::default()
+    };
+    let w0_running =
+        |rc: i32| move |j: &TFJob| vec![pod(j, Worker, 0).running().restarts(rc).build()];
+    let (fresh, fresh_pods) = running_job(&specs, w0_running(2));
+    let (seen, seen_pods) = running_job(&specs, w0_running(2));
+    let (rising, rising_pods) = running_job(&specs, w0_running(3));
+    let (gone, gone_pods) = running_job(&specs, |_| vec![]);
+    let (failing, failing_pods) = running_job(&specs, |j| {
+        vec![pod(j, Worker, 0).failed(Some(1)).restarts(2).build()]
+    });
+    let (leaving, leaving_pods) = running_job(&specs, |j| {
+        vec![
+            pod(j, Worker, 1)
+                .running()
+                .restarts(3)
+                .terminating()
+                .build(),
+        ]
+    });
+    let restarting = |c: Option<i32>| Expect {
+        conditions: Some(vec![CREATED, (Restarting, true, "TFJobRestarting")]),
+        delete_pods: Some(names("j", &[(Worker, 0)])),
+        counts: vec![(Worker, Some(1), None, None, c)],
+        pod_restarts: vec![(Worker, vec![(w0, 2)])],
+        ..Default::default()
+    };
+    vec![
+        case(
+            "kubelet restarted a live pod twice: 2 restarts, recorded for its uid",
+            fresh,
+            fresh_pods,
+            at(9),
+            steady(2),
+        ),
+        case(
+            "kubelet restarts already counted: nothing added",
+            with_pod_restarts(seen, Worker, 2, &[(w0, 2)]),
+            seen_pods,
+            at(9),
+            steady(2),
+        ),
+        case(
+            "restartCount from 1 to 3: adds 2",
+            with_pod_restarts(rising, Worker, 1, &[(w0, 1)]),
+            rising_pods,
+            at(9),
+            steady(3),
+        ),
+        case(
+            "counted pod gone (replaced by a new uid): entry dropped, restarts kept",
+            with_pod_restarts(gone, Worker, 2, &[("uid-of-a-gone-pod", 2)]),
+            gone_pods,
+            at(9),
+            Expect {
+                conditions: Some(vec![CREATED, RUNNING]),
+                counts: vec![(Worker, Some(2), None, None, Some(2))],
+                pod_restarts: vec![(Worker, vec![])],
+                ..Default::default()
+            },
+        ),
+        case(
+            "failed pod whose 2 kubelet restarts were counted earlier: deleted, 3 in all",
+            with_pod_restarts(failing, Worker, 2, &[(w0, 2)]),
+            failing_pods,
+            at(9),
+            restarting(Some(3)),
+        ),
+        case(
+            "terminating pod: its new kubelet restarts not counted, its entry kept",
+            with_pod_restarts(leaving, Worker, 1, &[("uid-j-worker-1", 1)]),
+            leaving_pods,
+            at(9),
+            Expect {
+                counts: vec![(Worker, Some(1), None, None, Some(1))],
+                pod_restarts: vec![(Worker, vec![("uid-j-worker-1", 1)])],
+                ..Default::default()
+            },
+        ),
+    ]
 }
 
 fn backoff_cases() -> Vec<Case> {
@@ -1204,13 +1319,13 @@ fn backoff_cases() -> Vec<Case> {
             "recreated pod's kubelet restarts count too",
             limited(2, 1, OnFailure, w0_rc1),
             &[(Ps, 0), (Worker, 0)],
-            Some(1),
+            Some(2),
         ),
         fail(
             "kubelet restarted beyond the limit",
             limited(2, 0, OnFailure, w0_rc3),
             &[(Ps, 0), (Worker, 0), (Worker, 1)],
-            None,
+            Some(3),
         ),
         fail(
             "limit 1, two failures in one pass: nothing restarted",

@@ -1,6 +1,6 @@
 //! Failed and vanished pods (contract §6.2, §6.4): exit-code classes, which failures are
-//! permanent, which replicas are restarted, the durable restart counts and the backoff
-//! limit. Pure.
+//! permanent, which replicas are restarted, the operator's share of the durable restart
+//! counts (kubelet restarts are counted in `counts`) and the backoff limit. Pure.
 
 use std::collections::BTreeMap;
 
@@ -74,15 +74,17 @@ enum Candidate<'a> {
 }
 
 /// Decides every failure in (type, index) order; the first one that fails the job gives
-/// the cause. `counts` are the durable restart counts from the status; `restarting` is
-/// whether Restarting is True; `started` whether the job has a startTime.
+/// the cause. `counts` are the durable restart counts with this pass's kubelet restarts
+/// already added (`counts::RestartBook::with_kubelet_restarts`); `restarting` is whether
+/// Restarting is True; `started` whether the job has a startTime.
 ///
-/// Restart counting (DECIDED by the lead): a restarted failed pod adds 1 plus its own
-/// kubelet restarts (lost once the pod is deleted) to its type's count; a pod deleted from
-/// outside adds 1 when recreated. The job's count is the durable counts plus the kubelet
-/// restarts of live pods; a restart that would take it past `backoffLimit` fails the job
-/// instead (Kubernetes Job semantics: limit 2 = two restarts, the third failure fails), and
-/// so does a count already past the limit (kubelet restarts under OnFailure/Always).
+/// Restart counting (DECIDED by the lead, see `counts`): each restart decided here adds
+/// exactly 1 to its type's count, whether a failed pod is deleted and recreated or a pod
+/// deleted from outside is recreated; the failed pod's kubelet restarts are already in
+/// `counts`. The job's count is the sum over its types; a restart that would take it past
+/// `backoffLimit` fails the job instead (Kubernetes Job semantics: limit 2 = two restarts,
+/// the third failure fails), and so does a count already past the limit (kubelet restarts
+/// under OnFailure/Always).
 pub fn scan(
     view: &JobView<'_>,
     children: &Children,
@@ -92,13 +94,7 @@ pub fn scan(
 ) -> FailureScan {
     let limit = view.run_policy.backoff_limit;
     let over_limit = |n: i64| limit.is_some_and(|l| n > i64::from(l));
-    let live_kubelet: i64 = children
-        .pods
-        .values()
-        .filter(|p| !p.terminating)
-        .map(|p| i64::from(p.restart_count))
-        .sum();
-    let mut job_restarts = counts.values().map(|&c| i64::from(c)).sum::<i64>() + live_kubelet;
+    let mut job_restarts = counts.values().map(|&c| i64::from(c)).sum::<i64>();
     let mut scan = FailureScan {
         counts: counts.clone(),
         ..FailureScan::default()
@@ -120,7 +116,8 @@ pub fn scan(
             }
             Some(Candidate::Restart(pod)) => {
                 job_restarts += 1;
-                *scan.counts.entry(t).or_default() += 1 + pod.map_or(0, |p| p.restart_count);
+                let count = scan.counts.entry(t).or_default();
+                *count = count.saturating_add(1);
                 scan.restarts.push(Restart {
                     key: (t, i),
                     pod: pod.map(ChildPod::deletion),
