@@ -16,7 +16,7 @@ mod throughput;
 #[path = "operator/writes.rs"]
 mod writes;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 const REPS: usize = 5;
@@ -135,12 +135,6 @@ fn print_writes(jobs: &[writes::JobWrites]) {
         "   worker 0 runs 1 s and decides success; every other pod outlives it, so the default"
     );
     println!("   cleanPodPolicy Running deletes all of them and their services");
-    let keys: BTreeSet<(String, String)> = jobs
-        .iter()
-        .flat_map(|j| j.measured.keys().chain(j.minimum.keys()))
-        .filter(|(verb, _)| is_write(verb))
-        .cloned()
-        .collect();
     print!("   {:<30}", "verb resource");
     for j in jobs {
         print!(" {:>26}", j.label);
@@ -151,33 +145,31 @@ fn print_writes(jobs: &[writes::JobWrites]) {
         print!(" {:>12} {:>13}", "measured", "minimum");
     }
     println!();
-    for (verb, resource) in &keys {
-        let row = |j: &writes::JobWrites| {
-            let k = (verb.clone(), resource.clone());
-            (
-                j.measured.get(&k).copied().unwrap_or(0),
-                j.minimum.get(&k).copied().unwrap_or(0),
-            )
-        };
-        print_row(&format!("{verb} {resource}"), jobs.iter().map(row));
-    }
-    let sum = |m: &std::collections::BTreeMap<(String, String), u64>, f: fn(&str) -> bool| -> u64 {
-        m.iter().filter(|((v, _), _)| f(v)).map(|(_, n)| n).sum()
-    };
+    print_rows(jobs, is_write);
     print_row(
         "writes",
         jobs.iter()
             .map(|j| (sum(&j.measured, is_write), sum(&j.minimum, is_write))),
     );
+    print_rows(jobs, is_read);
     print_row(
-        "reads (get/list/watch)",
-        jobs.iter().map(|j| (sum(&j.measured, |v| !is_write(v)), 0)),
+        "reads",
+        jobs.iter()
+            .map(|j| (sum(&j.measured, is_read), sum(&j.minimum, is_read))),
     );
     print_row(
         "all requests",
         jobs.iter()
             .map(|j| (sum(&j.measured, |_| true), sum(&j.minimum, |_| true))),
     );
+    for j in jobs {
+        let reasons: Vec<String> = j
+            .event_reasons
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        println!("   {} events by reason: {}", j.label, reasons.join(", "));
+    }
     for j in jobs {
         println!(
             "   {}: {} pods and {} services left after cleanup; writes {:.2}x the minimum",
@@ -194,6 +186,30 @@ fn print_writes(jobs: &[writes::JobWrites]) {
         "   1 delete per pod still running at success and its service; 1 event per create, delete"
     );
     println!("   and TFJobSucceeded; no reads (the watch caches are shared by all jobs)");
+}
+
+type Counts = BTreeMap<(String, String), u64>;
+
+/// One row per (verb, resource) that `keep` selects, measured and minimum for each job.
+fn print_rows(jobs: &[writes::JobWrites], keep: fn(&str) -> bool) {
+    let keys: BTreeSet<&(String, String)> = jobs
+        .iter()
+        .flat_map(|j| j.measured.keys().chain(j.minimum.keys()))
+        .filter(|(verb, _)| keep(verb))
+        .collect();
+    for key @ (verb, resource) in keys {
+        let cell = |m: &Counts| m.get(key).copied().unwrap_or(0);
+        let cells = jobs.iter().map(|j| (cell(&j.measured), cell(&j.minimum)));
+        print_row(&format!("{verb} {resource}"), cells);
+    }
+}
+
+fn sum(m: &Counts, keep: fn(&str) -> bool) -> u64 {
+    m.iter().filter(|((v, _), _)| keep(v)).map(|(_, n)| n).sum()
+}
+
+fn is_read(verb: &str) -> bool {
+    !is_write(verb)
 }
 
 fn is_write(verb: &str) -> bool {

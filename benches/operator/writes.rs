@@ -14,6 +14,8 @@ const NS: &str = "bench-writes";
 /// How long the deciding pod runs; every other pod outlives the job, so cleanPodPolicy
 /// `Running` (the default) has a known amount of work: every pod but the deciding one.
 const DECIDER_RUN: f64 = 1.0;
+/// The operator's reporting controller name in its events.
+const OPERATOR: &str = tfjob_operator::operator::CONTROLLER_NAME;
 const QUIET: Duration = Duration::from_secs(1);
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -26,6 +28,8 @@ pub struct JobWrites {
     pub minimum: BTreeMap<(String, String), u64>,
     /// Pods and services still stored once it settled.
     pub left: (usize, usize),
+    /// The operator's events about the job, by reason.
+    pub event_reasons: BTreeMap<String, u64>,
 }
 
 pub async fn measure() -> anyhow::Result<Vec<JobWrites>> {
@@ -83,7 +87,24 @@ async fn one_job(
             cluster.child_count("pods", NS, name),
             cluster.child_count("services", NS, name),
         ),
+        event_reasons: event_reasons(cluster, name),
     })
+}
+
+/// Events the operator recorded about job `name`, counted by reason.
+fn event_reasons(cluster: &Cluster, name: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let Some(rt) = cluster.sim.store().lookup("", "v1", "events") else {
+        return out;
+    };
+    let (events, _) = cluster.sim.store().list(&rt, Some(NS), |e| {
+        e["involvedObject"]["name"] == name && e["reportingComponent"] == OPERATOR
+    });
+    for e in events {
+        let reason = e["reason"].as_str().unwrap_or_default().to_string();
+        *out.entry(reason).or_default() += 1;
+    }
+    out
 }
 
 fn by_key(counts: &RequestCounts) -> BTreeMap<(String, String), u64> {
