@@ -1,7 +1,10 @@
 //! Benchmark 4: 200 single-worker jobs created at once, time until all Succeeded, with the
-//! operator binary at `--concurrency 1` and at its default. I/O.
+//! operator binary at `--concurrency 1` and at its default, on the simulator as it is and with
+//! every request answered later (a real API server takes milliseconds per write). I/O.
 
 use std::time::{Duration, Instant};
+
+use tfjob_sim::FaultRule;
 
 use super::cluster::{Cluster, job};
 use super::process::Operator;
@@ -14,14 +17,21 @@ pub const RUN: f64 = 0.2;
 pub struct Throughput {
     /// `--concurrency` value, None for the default.
     pub concurrency: Option<u16>,
+    /// Latency the simulator added to every request.
+    pub latency: Duration,
     /// From the first create call to all jobs Succeeded.
     pub all_succeeded: Duration,
     /// Writes the operator made until then.
     pub writes: u64,
 }
 
-pub async fn measure(concurrency: Option<u16>) -> anyhow::Result<Throughput> {
+pub async fn measure(concurrency: Option<u16>, latency: Duration) -> anyhow::Result<Throughput> {
     let cluster = Cluster::start().await?;
+    if !latency.is_zero() {
+        cluster
+            .sim
+            .set_fault(FaultRule::latency(None, None, latency));
+    }
     cluster.namespace(NS).await?;
     let flag = concurrency.map(|c| c.to_string());
     let flags: Vec<&str> = match &flag {
@@ -52,6 +62,7 @@ pub async fn measure(concurrency: Option<u16>) -> anyhow::Result<Throughput> {
     drop(operator);
     Ok(Throughput {
         concurrency,
+        latency,
         all_succeeded,
         writes,
     })
