@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::Resource;
 use kube::api::{Api, DeleteParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tfjob_operator::crd::defaults::with_defaults;
 use tfjob_operator::crd::{ReplicaType, TFJob};
 use tfjob_operator::reconcile::apply::CREATE_CONCURRENCY;
@@ -21,10 +23,12 @@ const BASELINE_NS: &str = "bench-base";
 const POLL: Duration = Duration::from_millis(1);
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Times of each repetition, operator and baseline.
+/// Times of each repetition: the operator, the bare creates, and the creates each followed
+/// by its event (contract §9 asks for one per created child), as the operator does them.
 pub struct Creation {
     pub operator: Vec<Duration>,
     pub baseline: Vec<Duration>,
+    pub with_events: Vec<Duration>,
 }
 
 pub async fn measure(reps: usize) -> anyhow::Result<Creation> {
@@ -35,11 +39,13 @@ pub async fn measure(reps: usize) -> anyhow::Result<Creation> {
     let mut out = Creation {
         operator: Vec::new(),
         baseline: Vec::new(),
+        with_events: Vec::new(),
     };
     for rep in 0..reps {
         // Alternate, so drift in machine load hits both sides alike.
         out.operator.push(by_operator(&cluster, rep).await?);
-        out.baseline.push(by_client(&cluster, rep).await?);
+        out.baseline.push(by_client(&cluster, rep, false).await?);
+        out.with_events.push(by_client(&cluster, rep, true).await?);
     }
     operator.stop().await;
     Ok(out)
@@ -57,37 +63,63 @@ async fn by_operator(cluster: &Cluster, rep: usize) -> anyhow::Result<Duration> 
     Ok(took)
 }
 
-/// The minimum possible: the same objects, created by a client that does nothing else.
-async fn by_client(cluster: &Cluster, rep: usize) -> anyhow::Result<Duration> {
-    let name = format!("bl-{rep}");
+/// The minimum possible: the same objects, created by a client that does nothing else
+/// (and, with `events`, records the same event after each create).
+async fn by_client(cluster: &Cluster, rep: usize, events: bool) -> anyhow::Result<Duration> {
+    let name = format!("{}-{rep}", if events { "ev" } else { "bl" });
     let mut tfjob = cluster
         .create_job(BASELINE_NS, job(&name, &[("Worker", WORKERS, LONG_RUN)]))
         .await?;
     tfjob.spec = with_defaults(&tfjob.spec);
     let start = Instant::now();
-    create_children(cluster, &tfjob).await?;
+    create_children(cluster, &tfjob, events).await?;
     let took = until_all_children(cluster, BASELINE_NS, &name, start).await?;
     remove(cluster, BASELINE_NS, &name).await?;
     Ok(took)
 }
 
-/// Pods then services, `CREATE_CONCURRENCY` requests in flight, as `apply` does.
-async fn create_children(cluster: &Cluster, tfjob: &TFJob) -> anyhow::Result<()> {
+/// Pods then services, `CREATE_CONCURRENCY` children in flight, as `apply` does.
+async fn create_children(cluster: &Cluster, tfjob: &TFJob, events: bool) -> anyhow::Result<()> {
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), BASELINE_NS);
     let services: Api<Service> = Api::namespaced(cluster.client.clone(), BASELINE_NS);
     let pp = PostParams::default();
+    let reporter = Reporter {
+        controller: "tfjob-bench".into(),
+        instance: None,
+    };
+    let recorder = Recorder::new(cluster.client.clone(), reporter);
+    let job_ref = tfjob.object_ref(&());
     let creates = (0..WORKERS)
-        .map(|i| Child::Pod(desired::pod(tfjob, ReplicaType::Worker, i, None)))
+        .map(|i| Child::Pod(Box::new(desired::pod(tfjob, ReplicaType::Worker, i, None))))
         .chain(
             (0..WORKERS).map(|i| Child::Service(desired::service(tfjob, ReplicaType::Worker, i))),
         )
         .map(|child| {
             let (pods, services, pp) = (&pods, &services, &pp);
+            let (recorder, job_ref) = (&recorder, &job_ref);
             async move {
-                match child {
-                    Child::Pod(p) => pods.create(pp, &p).await.map(|_| ()),
-                    Child::Service(s) => services.create(pp, &s).await.map(|_| ()),
+                let (reason, related) = match child {
+                    Child::Pod(p) => (
+                        "SuccessfulCreatePod",
+                        pods.create(pp, &p).await?.object_ref(&()),
+                    ),
+                    Child::Service(s) => (
+                        "SuccessfulCreateService",
+                        services.create(pp, &s).await?.object_ref(&()),
+                    ),
+                };
+                if events {
+                    let name = related.name.clone().unwrap_or_default();
+                    let event = Event {
+                        type_: EventType::Normal,
+                        reason: reason.into(),
+                        note: Some(format!("Created {name}")),
+                        action: reason.into(),
+                        secondary: Some(related),
+                    };
+                    recorder.publish(&event, job_ref).await?;
                 }
+                Ok::<(), kube::Error>(())
             }
         });
     let results: Vec<Result<(), kube::Error>> = stream::iter(creates)
@@ -99,7 +131,7 @@ async fn create_children(cluster: &Cluster, tfjob: &TFJob) -> anyhow::Result<()>
 }
 
 enum Child {
-    Pod(Pod),
+    Pod(Box<Pod>),
     Service(Service),
 }
 
