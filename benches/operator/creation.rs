@@ -92,7 +92,8 @@ async fn create_children(cluster: &Cluster, tfjob: &TFJob, events: bool) -> anyh
     let creates = (0..WORKERS)
         .map(|i| Child::Pod(Box::new(desired::pod(tfjob, ReplicaType::Worker, i, None))))
         .chain(
-            (0..WORKERS).map(|i| Child::Service(desired::service(tfjob, ReplicaType::Worker, i))),
+            (0..WORKERS)
+                .map(|i| Child::Service(Box::new(desired::service(tfjob, ReplicaType::Worker, i)))),
         )
         .map(|child| {
             let (pods, services, pp) = (&pods, &services, &pp);
@@ -132,7 +133,7 @@ async fn create_children(cluster: &Cluster, tfjob: &TFJob, events: bool) -> anyh
 
 enum Child {
     Pod(Box<Pod>),
-    Service(Service),
+    Service(Box<Service>),
 }
 
 async fn until_all_children(
