@@ -533,8 +533,18 @@ async fn a_settled_job_causes_no_further_api_writes() {
     c.sim()
         .script_pod(&c.namespace, "big-worker-0", [("run-seconds", "1.5")]);
     big["metadata"]["name"] = json!("big");
-    for (spec, label) in [(small, "1 PS + 1 Worker"), (big, "100 Workers")] {
+    for (spec, label, replicas) in [(small, "1 PS + 1 Worker", 2), (big, "100 Workers", 100)] {
         let writes = run_until_settled(&c, spec).await;
+        // Every child is created once: a lagging cache never makes the operator create again.
+        for resource in ["pods", "services"] {
+            let creates = writes.count(Some("create"), Some(resource));
+            assert_eq!(
+                creates,
+                replicas,
+                "{resource} creates for {label}: {}",
+                write_breakdown(&writes)
+            );
+        }
         eprintln!(
             "API writes by the operator, creation to settled, {label}: {} {}",
             operator_writes(&writes),

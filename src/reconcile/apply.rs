@@ -94,6 +94,8 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
     let name = service.name_any();
     match t.services.create(&PostParams::default(), &service).await {
         Ok(created) => {
+            t.expectations
+                .service_created(t.job_uid, created.clone(), Timestamp::now());
             let note = format!("Created service: {name}");
             record(
                 t,

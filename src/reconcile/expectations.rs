@@ -1,17 +1,18 @@
-//! What the controller has just done to pods but its cache may not show yet.
+//! What the controller has just done to its children but its cache may not show yet.
 //!
 //! Watches lag behind writes: right after creating a pod, the cache may still show the index as
 //! missing; right after deleting a failed pod, it may still show it failed. Planning on such a
 //! stale view would create twice or count a restart twice. So the controller remembers its own
-//! pod writes and lays them over the cache until the cache catches up (or they expire). Pure data;
-//! the caller passes `now`.
+//! pod writes (and service creates) and lays them over the cache until the cache catches up (or
+//! they expire). Pure data; the caller passes `now`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Resource;
 
 /// After this long an unmet expectation is dropped: the cache is trusted again.
 pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
@@ -24,6 +25,31 @@ struct Pending {
     deleted: BTreeMap<String, Timestamp>,
     /// Pods whose create failed, by name, until a pod of that name shows up.
     failed_creates: BTreeMap<String, Timestamp>,
+    /// Services we created, by name.
+    created_services: BTreeMap<String, (Service, Timestamp)>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.created.is_empty()
+            && self.deleted.is_empty()
+            && self.failed_creates.is_empty()
+            && self.created_services.is_empty()
+    }
+}
+
+/// `cached` plus the objects we created that it lacks; created objects it now has, or whose
+/// expectation expired, are forgotten.
+fn lay_over<K: Resource + Clone>(
+    created: &mut BTreeMap<String, (K, Timestamp)>,
+    mut cached: Vec<K>,
+    now: Timestamp,
+) -> Vec<K> {
+    created.retain(|name, (_, at)| {
+        !cached.iter().any(|o| o.meta().name.as_ref() == Some(name)) && *at + EXPECTATION_TTL > now
+    });
+    cached.extend(created.values().map(|(o, _)| o.clone()));
+    cached
 }
 
 /// Pending pod writes per job (keyed by the job's uid).
@@ -40,6 +66,29 @@ impl Expectations {
         self.with(job_uid, |p| {
             p.created.insert(name, (pod, now));
         });
+    }
+
+    pub fn service_created(&self, job_uid: &str, service: Service, now: Timestamp) {
+        let Some(name) = service.metadata.name.clone() else {
+            return;
+        };
+        self.with(job_uid, |p| {
+            p.created_services.insert(name, (service, now));
+        });
+    }
+
+    /// The cached services plus those we created that the cache does not show yet.
+    pub fn overlay_services(
+        &self,
+        job_uid: &str,
+        services: Vec<Service>,
+        now: Timestamp,
+    ) -> Vec<Service> {
+        let mut out = Vec::new();
+        self.with(job_uid, |p| {
+            out = lay_over(&mut p.created_services, services, now)
+        });
+        out
     }
 
     pub fn deleted(&self, job_uid: &str, pod_uid: &str, now: Timestamp) {
@@ -79,13 +128,8 @@ impl Expectations {
     /// added, deleted pods the cache still shows live are shown terminating. Expectations the
     /// cache now satisfies, or that expired, are dropped.
     pub fn overlay(&self, job_uid: &str, mut pods: Vec<Pod>, now: Timestamp) -> Vec<Pod> {
+        let mut out = Vec::new();
         self.with(job_uid, |p| {
-            p.created.retain(|name, (_, at)| {
-                !pods
-                    .iter()
-                    .any(|pod| pod.metadata.name.as_ref() == Some(name))
-                    && *at + EXPECTATION_TTL > now
-            });
             p.deleted.retain(|uid, at| {
                 let still_live = pods.iter().any(|pod| {
                     pod.metadata.uid.as_ref() == Some(uid)
@@ -99,19 +143,16 @@ impl Expectations {
                     pod.metadata.deletion_timestamp = Some(Time(*at));
                 }
             }
-            pods.extend(p.created.values().map(|(pod, _)| pod.clone()));
+            out = lay_over(&mut p.created, std::mem::take(&mut pods), now);
         });
-        pods
+        out
     }
 
     fn with(&self, job_uid: &str, f: impl FnOnce(&mut Pending)) {
         if let Ok(mut jobs) = self.jobs.lock() {
             let pending = jobs.entry(job_uid.to_string()).or_default();
             f(pending);
-            if pending.created.is_empty()
-                && pending.deleted.is_empty()
-                && pending.failed_creates.is_empty()
-            {
+            if pending.is_empty() {
                 jobs.remove(job_uid);
             }
         }
@@ -203,6 +244,29 @@ mod tests {
         );
         // Once it existed, a later absence is a real deletion.
         assert!(e.never_created("job", &[], t(3)).is_empty());
+    }
+
+    #[test]
+    fn a_created_service_is_shown_until_the_cache_has_it() {
+        let e = Expectations::default();
+        let svc = |name: &str| Service {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        e.service_created("job", svc("j-worker-0"), t(0));
+        assert_eq!(e.overlay_services("job", vec![], t(1)).len(), 1);
+        assert_eq!(
+            e.overlay_services("job", vec![svc("j-worker-0")], t(2))
+                .len(),
+            1
+        );
+        assert!(
+            e.overlay_services("job", vec![], t(3)).is_empty(),
+            "met, then forgotten"
+        );
     }
 
     #[test]

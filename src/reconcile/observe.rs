@@ -1,5 +1,6 @@
-//! Observing a job's children from the controller's caches (reads only, no API calls), and
-//! trimming cached objects to what the decision core reads.
+//! Observing a job's children from the controller's caches (reads only, no API calls), with
+//! the controller's own pending writes laid over them, and trimming cached objects to what the
+//! decision core reads.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus, Service};
@@ -34,12 +35,13 @@ pub fn observe(
     let mut pods = expectations.overlay(job_uid, cached_pods, now);
     let never_created = expectations.never_created(job_uid, &pods, now);
     pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let mut services: Vec<Service> = services
+    let cached_services: Vec<Service> = services
         .state()
         .into_iter()
         .filter(|s| of_job(s.labels(), s.namespace()))
         .map(|s| (*s).clone())
         .collect();
+    let mut services = expectations.overlay_services(job_uid, cached_services, now);
     services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Observed {
         pods,
