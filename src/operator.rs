@@ -21,9 +21,15 @@ pub const CONTROLLER_NAME: &str = "tfjob-operator";
 
 /// Run until SIGTERM/SIGINT, against the cluster kubectl would use.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let client = Client::try_default()
+    let mut config = kube::Config::infer()
         .await
         .context("finding a Kubernetes cluster (in-cluster, KUBECONFIG or ~/.kube/config)")?;
+    // Named in the API server's audit log and request metrics.
+    config.headers.push((
+        ::http::header::USER_AGENT,
+        ::http::HeaderValue::from_static(concat!("tfjob-operator/", env!("CARGO_PKG_VERSION"))),
+    ));
+    let client = Client::try_from(config).context("building the Kubernetes client")?;
     let probes = Probes::default();
     serve_endpoints(&args, &probes).await?;
     run_with(client, args, probes, shutdown_signal()).await

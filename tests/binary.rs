@@ -98,6 +98,11 @@ async fn the_binary_runs_jobs_serves_probes_and_metrics_and_stops_on_sigterm() {
         assert!(text.contains(&line), "{line} not in:\n{text}");
     }
     assert!(text.contains("tfjob_operator_reconciles_total"), "{text}");
+    let named = c
+        .sim()
+        .requests()
+        .by_user_agent(concat!("tfjob-operator/", env!("CARGO_PKG_VERSION")));
+    assert!(named > 0, "the binary names itself in User-Agent");
 
     let kill = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
