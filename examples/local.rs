@@ -178,10 +178,7 @@ fn script(sim: &SimHandle, ns: &str, name: &str, job: &TFJob, args: &Args) -> an
 async fn watch(client: &Client, jobs: &[(String, String)]) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut shown: BTreeMap<String, String> = BTreeMap::new();
-    println!(
-        "{:<8} {:<40} {:<12} {:<9} {}",
-        "AGE", "NAME", "STATUS", "RESTARTS", ""
-    );
+    println!("{:<8} {:<40} {:<12} RESTARTS", "AGE", "NAME", "STATUS");
     loop {
         let mut finished = 0;
         for (ns, name) in jobs {

@@ -40,10 +40,10 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
 fn until_http(port: u16, path: &str, want: impl Fn(u16, &str) -> bool) -> (u16, String) {
     let deadline = Instant::now() + support::WAIT;
     loop {
-        if let Some((code, body)) = get(port, path) {
-            if want(code, &body) {
-                return (code, body);
-            }
+        if let Some((code, body)) = get(port, path)
+            && want(code, &body)
+        {
+            return (code, body);
         }
         assert!(Instant::now() < deadline, "timed out waiting for {path}");
         std::thread::sleep(Duration::from_millis(50));

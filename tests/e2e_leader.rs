@@ -62,7 +62,7 @@ async fn a_standby_operator_takes_over_when_the_leader_stops() {
     c.until_condition("after", ConditionType::Succeeded).await;
     assert_eq!(
         reporters(&c, "after").await,
-        [second.clone()],
+        std::slice::from_ref(&second),
         "only the new leader acted"
     );
 

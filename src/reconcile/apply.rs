@@ -34,13 +34,13 @@ pub async fn create_children(
 ) -> Result<(), Error> {
     let children = pods
         .into_iter()
-        .map(Child::Pod)
-        .chain(services.into_iter().map(Child::Service));
+        .map(|p| Child::Pod(Box::new(p)))
+        .chain(services.into_iter().map(|s| Child::Service(Box::new(s))));
     let results: Vec<Result<(), Error>> = stream::iter(children)
         .map(|child| async move {
             match child {
-                Child::Pod(p) => create_pod(t, p).await,
-                Child::Service(s) => create_service(t, s).await,
+                Child::Pod(p) => create_pod(t, *p).await,
+                Child::Service(s) => create_service(t, *s).await,
             }
         })
         .buffer_unordered(CREATE_CONCURRENCY)
@@ -50,8 +50,8 @@ pub async fn create_children(
 }
 
 enum Child {
-    Pod(Pod),
-    Service(Service),
+    Pod(Box<Pod>),
+    Service(Box<Service>),
 }
 
 async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {

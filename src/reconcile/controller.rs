@@ -199,10 +199,10 @@ pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Act
         Err(problem) => reconcile_unreadable(&ctx, &obj, &uid, &problem.to_string(), now).await,
     };
     shared.metrics.observe_reconcile(started.elapsed());
-    if result.is_ok() {
-        if let Ok(mut f) = shared.failures.lock() {
-            f.remove(&uid);
-        }
+    if result.is_ok()
+        && let Ok(mut f) = shared.failures.lock()
+    {
+        f.remove(&uid);
     }
     result
 }

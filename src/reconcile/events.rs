@@ -11,9 +11,12 @@ use super::plan::EventNote;
 /// Notes of jobs untouched this long are forgotten (the job is most likely gone).
 pub const FORGET_AFTER: SignedDuration = SignedDuration::from_hours(1);
 
+/// (reason, message) pairs already recorded for one job, and when the job was last seen.
+type Recorded = (BTreeSet<(String, String)>, Timestamp);
+
 #[derive(Default, Debug)]
 pub struct EventLog {
-    jobs: Mutex<HashMap<String, (BTreeSet<(String, String)>, Timestamp)>>,
+    jobs: Mutex<HashMap<String, Recorded>>,
 }
 
 impl EventLog {
