@@ -354,3 +354,54 @@ async fn an_operator_restarted_mid_job_keeps_the_restart_count_and_finishes_the_
     assert_eq!(after.status, done.status);
     assert_running_and_restarting_exclusive(&jobs, "resumed");
 }
+
+/// Each restart is an occurrence of its own: a pod restarted several times records
+/// TFJobRestarting and ExitedWithCode once per restart (kube's recorder may fold repeats into
+/// one event with a series count).
+#[tokio::test]
+async fn every_restart_is_recorded_as_its_own_occurrence() {
+    let c = TestCluster::start("tworestarts").await;
+    if !c.simulated() {
+        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
+    }
+    let pods = record_pods(&c, "twice").await;
+    let (ns, pod) = (c.namespace.clone(), "twice-worker-0");
+    c.sim()
+        .script_pod(&ns, pod, [("run-seconds", "0.3"), ("exit-code", "137")]);
+    c.create(job("twice", &[("Worker", 1, "ExitCode")])).await;
+    // Two failed pods and their replacement seen: at least two restarts happened.
+    let deadline = tokio::time::Instant::now() + support::WAIT;
+    while pods.uids_of(pod).len() < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "no second restart");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    c.sim()
+        .script_pod(&ns, pod, [("run-seconds", "0.3"), ("exit-code", "0")]);
+    let done = c.until_condition("twice", ConditionType::Succeeded).await;
+    let restarted = pods.uids_of(pod).len() as i32 - 1;
+    assert!(restarted >= 2);
+    assert_eq!(restarts(&done, ReplicaType::Worker), Some(restarted));
+    let occurrences = |reason: &str, events: &[k8s_openapi::api::events::v1::Event]| -> i32 {
+        events
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .sum()
+    };
+    let deadline = tokio::time::Instant::now() + support::WAIT;
+    loop {
+        let events = c.events_about("twice").await;
+        let counts = (
+            occurrences("TFJobRestarting", &events),
+            occurrences("ExitedWithCode", &events),
+        );
+        if counts == (restarted, restarted) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "restart events {counts:?}, want {restarted} each"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -1,5 +1,9 @@
-//! Events are recorded once per occurrence: the planner re-derives its notes from state on every
-//! pass, so the controller remembers which notes it already recorded for each job. Pure data.
+//! Events are recorded once per occurrence, not per reconcile. Some notes of the planner hold
+//! for as long as a state lasts (a foreign object, a pod stuck pulling its image) and come back on
+//! every pass; a pass retried after a failed status write re-derives the same transition. So a
+//! note is recorded only when the previous pass of the job did not have it: a note that persists
+//! is recorded once, and one that goes away and comes back (a second restart, a second
+//! suspension) is a new occurrence and recorded again. Pure data.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -11,7 +15,7 @@ use super::plan::EventNote;
 /// Notes of jobs untouched this long are forgotten (the job is most likely gone).
 pub const FORGET_AFTER: SignedDuration = SignedDuration::from_hours(1);
 
-/// (reason, message) pairs already recorded for one job, and when the job was last seen.
+/// The (reason, message) pairs of a job's last pass, and when that pass was.
 type Recorded = (BTreeSet<(String, String)>, Timestamp);
 
 #[derive(Default, Debug)]
@@ -20,19 +24,26 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    /// The notes not recorded before for this job; they are remembered as recorded.
+    /// The notes of this pass that the job's previous pass did not have; this pass becomes the
+    /// previous one.
     pub fn fresh(&self, job_uid: &str, notes: &[EventNote], now: Timestamp) -> Vec<EventNote> {
         let Ok(mut jobs) = self.jobs.lock() else {
             return notes.to_vec();
         };
         jobs.retain(|_, (_, touched)| *touched + FORGET_AFTER > now);
-        let (seen, touched) = jobs.entry(job_uid.to_string()).or_default();
-        *touched = now;
-        notes
+        let current: BTreeSet<(String, String)> = notes
             .iter()
-            .filter(|n| seen.insert((n.reason.clone(), n.message.clone())))
+            .map(|n| (n.reason.clone(), n.message.clone()))
+            .collect();
+        let (previous, touched) = jobs.entry(job_uid.to_string()).or_default();
+        let fresh = notes
+            .iter()
+            .filter(|n| !previous.contains(&(n.reason.clone(), n.message.clone())))
             .cloned()
-            .collect()
+            .collect();
+        *previous = current;
+        *touched = now;
+        fresh
     }
 }
 
@@ -50,18 +61,33 @@ mod tests {
     }
 
     #[test]
-    fn a_note_is_fresh_once_per_job() {
+    fn a_persisting_note_is_recorded_once_and_a_returning_one_again() {
         let log = EventLog::default();
         let now = Timestamp::from_second(1_700_000_000).unwrap();
-        let notes = [
-            note("TFJobSucceeded", "done"),
-            note("ExitedWithCode", "Pod: ns.a exited with code 1"),
+        let stuck = note(
+            "ImagePullBackOff",
+            "Pod: ns.a container tensorflow is waiting",
+        );
+        let restarting = note(
+            "TFJobRestarting",
+            "job j is restarting because 1 Worker replica(s) failed.",
+        );
+        let passes: [(&[EventNote], usize); 6] = [
+            (&[stuck.clone(), restarting.clone()], 2),
+            (&[stuck.clone(), restarting.clone()], 0), // same pass again (a retried write)
+            (&[stuck.clone()], 0),                     // the stuck pod persists
+            (&[], 0),                                  // both went away
+            (&[restarting.clone()], 1),                // a second restart: a new occurrence
+            (&[stuck.clone()], 1),                     // stuck again
         ];
-        assert_eq!(log.fresh("job", &notes, now).len(), 2);
-        assert!(log.fresh("job", &notes, now).is_empty());
-        assert_eq!(log.fresh("other", &notes[..1], now).len(), 1);
-        let other_pod = note("ExitedWithCode", "Pod: ns.b exited with code 1");
-        assert_eq!(log.fresh("job", &[other_pod], now).len(), 1);
+        for (i, (notes, want)) in passes.into_iter().enumerate() {
+            assert_eq!(log.fresh("job", notes, now).len(), want, "pass {i}");
+        }
+        assert_eq!(
+            log.fresh("other", &[stuck], now).len(),
+            1,
+            "jobs are independent"
+        );
     }
 
     #[test]
