@@ -40,15 +40,7 @@ async fn watch_from_a_resource_version_replays_exactly_the_later_events() {
     .expect("patch");
     cms.delete("b", &Default::default()).await.expect("delete");
     let path = format!("{CMS}?watch=true&resourceVersion={from}&timeoutSeconds=1");
-    let r = raw(
-        &sim.url(),
-        "GET",
-        &path,
-        "application/json",
-        "",
-        Duration::from_secs(5),
-    )
-    .await;
+    let r = raw_get(&sim.url(), &path).await;
     let evs = watch_events(&r.body);
     let got: Vec<(String, String)> = evs
         .iter()
@@ -94,15 +86,7 @@ async fn too_old_resource_version_is_an_error_event_with_410() {
         "{CMS}?watch=true&resourceVersion={}",
         a.resource_version().expect("rv")
     );
-    let r = raw(
-        &sim.url(),
-        "GET",
-        &path,
-        "application/json",
-        "",
-        Duration::from_secs(5),
-    )
-    .await;
+    let r = raw_get(&sim.url(), &path).await;
     assert_eq!(
         r.status, 200,
         "the HTTP answer is 200, the error is in the stream"
@@ -135,15 +119,7 @@ async fn bookmarks_and_streamed_initial_events() {
     let path = format!(
         "{CMS}?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
     );
-    let r = raw(
-        &sim.url(),
-        "GET",
-        &path,
-        "application/json",
-        "",
-        Duration::from_secs(5),
-    )
-    .await;
+    let r = raw_get(&sim.url(), &path).await;
     let evs = watch_events(&r.body);
     let types: Vec<&str> = evs
         .iter()
@@ -221,18 +197,7 @@ async fn selectors_turn_modifications_into_added_and_deleted() {
         "{CMS}?watch=true&labelSelector=app%3Dx&resourceVersion={}&timeoutSeconds=1",
         base.resource_version().expect("rv")
     );
-    let evs = watch_events(
-        &raw(
-            &sim.url(),
-            "GET",
-            &path,
-            "application/json",
-            "",
-            Duration::from_secs(5),
-        )
-        .await
-        .body,
-    );
+    let evs = watch_events(&raw_get(&sim.url(), &path).await.body);
     let types: Vec<&str> = evs
         .iter()
         .map(|e| e["type"].as_str().unwrap_or(""))
@@ -242,18 +207,7 @@ async fn selectors_turn_modifications_into_added_and_deleted() {
         "{CMS}?watch=true&fieldSelector=metadata.name%3Dother&resourceVersion={}&timeoutSeconds=1",
         base.resource_version().expect("rv")
     );
-    let evs = watch_events(
-        &raw(
-            &sim.url(),
-            "GET",
-            &path,
-            "application/json",
-            "",
-            Duration::from_secs(5),
-        )
-        .await
-        .body,
-    );
+    let evs = watch_events(&raw_get(&sim.url(), &path).await.body);
     let names: Vec<&str> = evs
         .iter()
         .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or(""))

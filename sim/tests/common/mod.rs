@@ -188,6 +188,19 @@ pub async fn raw(
     }
 }
 
+/// A GET with a JSON body type, read for at most 5 s (enough for a watch with timeoutSeconds=1).
+pub async fn raw_get(url: &str, path: &str) -> RawResponse {
+    raw(
+        url,
+        "GET",
+        path,
+        "application/json",
+        "",
+        Duration::from_secs(5),
+    )
+    .await
+}
+
 /// The JSON lines of a watch stream body.
 pub fn watch_events(body: &str) -> Vec<Value> {
     body.lines()
