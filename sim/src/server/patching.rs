@@ -86,20 +86,16 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     opts.unconditional = true;
     let out = req.state.store.write(&t.st, &t.ns, &name, &opts, |cur| {
         let now = meta::format_time(jiff::Timestamp::now());
+        let apply = |existing: Option<&Value>| {
+            let (builtin, kind) = (t.rt.builtin, &t.rt.kind);
+            patch::server_side_apply(existing, &body, &manager, builtin, kind, force, &now)
+                .map_err(patch_error)
+        };
         let Some(cur) = cur else {
             if fl != Flavour::Apply || opts_sub_is_status {
                 return Err(ApiError::not_found(&group, &plural, &name));
             }
-            let mut created = patch::server_side_apply(
-                None,
-                &body,
-                &manager,
-                t.rt.builtin,
-                &t.rt.kind,
-                force,
-                &now,
-            )
-            .map_err(patch_error)?;
+            let mut created = apply(None)?;
             created["metadata"]["name"] = json!(name);
             return Ok(t.to_storage(created));
         };
@@ -110,18 +106,7 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
             Flavour::Strategic => {
                 patch::strategic_merge(&mut obj, &body, &t.rt.kind).map_err(patch_error)?
             }
-            Flavour::Apply => {
-                obj = patch::server_side_apply(
-                    Some(&obj),
-                    &body,
-                    &manager,
-                    t.rt.builtin,
-                    &t.rt.kind,
-                    force,
-                    &now,
-                )
-                .map_err(patch_error)?
-            }
+            Flavour::Apply => obj = apply(Some(&obj))?,
         }
         Ok(t.to_storage(obj))
     })?;
