@@ -111,7 +111,12 @@ impl Inner {
             .as_i64()
             .unwrap_or(0);
         if meta::is_deleting(&out) && meta::finalizers(&out).is_empty() && grace == 0 {
-            return Ok(self.remove(tx, rt, out, Some(cur)));
+            // `ShouldDeleteDuringUpdate`: the update is not stored; the object is deleted and
+            // watchers get its last stored state (finalizers included, as etcd's previous
+            // value), while the client gets the object it sent.
+            let removed = self.remove(tx, rt, (*cur).clone(), Some(cur));
+            out["metadata"]["resourceVersion"] = removed["metadata"]["resourceVersion"].clone();
+            return Ok(Arc::new(out));
         }
         if let Some(t) = new_type {
             self.registry.insert(t);
