@@ -119,7 +119,12 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         query: &query,
         body,
     };
-    Ok(dispatch(&req, route).await)
+    let response = dispatch(&req, route).await;
+    match decision.error_after {
+        // The request took effect (stored, watch events sent); only the answer is lost.
+        Some(e) if response.status().is_success() => Ok(respond::error(&e)),
+        _ => Ok(response),
+    }
 }
 
 async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
