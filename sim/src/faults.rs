@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::rng::Rng;
 use crate::store::ApiError;
 
 /// One fault: requests matching `verb` and `resource` (None = any) fail with `code` (0 = no
@@ -135,7 +136,7 @@ pub struct Decision {
 pub struct Faults {
     rules: Mutex<Vec<FaultRule>>,
     counts: Mutex<BTreeMap<RequestKey, u64>>,
-    rng: Mutex<u64>,
+    rng: Rng,
 }
 
 impl Faults {
@@ -143,7 +144,7 @@ impl Faults {
         Self {
             rules: Mutex::new(Vec::new()),
             counts: Mutex::new(BTreeMap::new()),
-            rng: Mutex::new(seed | 1),
+            rng: Rng::new(seed),
         }
     }
     pub fn add_rule(&self, rule: FaultRule) {
@@ -176,14 +177,6 @@ impl Faults {
                 .clone(),
         )
     }
-    /// xorshift64*: reproducible runs for a given seed.
-    fn next_unit(&self) -> f64 {
-        let mut s = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
     pub fn decide(&self, verb: &str, resource: &str) -> Decision {
         let rules: Vec<FaultRule> = self
             .rules
@@ -201,7 +194,7 @@ impl Faults {
             } else {
                 &mut d.error
             };
-            if r.code == 0 || slot.is_some() || self.next_unit() >= r.rate {
+            if r.code == 0 || slot.is_some() || self.rng.unit() >= r.rate {
                 continue;
             }
             *slot = Some(injected_error(&r));

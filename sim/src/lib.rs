@@ -10,11 +10,13 @@ pub mod kubeconfig;
 pub mod kubelet;
 pub mod kubelet_loop;
 pub mod patch;
+pub mod rng;
 pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
 pub mod table;
+pub mod watch_delay;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ use faults::Faults;
 pub use faults::{FaultRule, RequestCounts, RequestKey};
 use kubelet_loop::{Control, LoopOptions};
 use store::{Store, StoreOptions, WriteOptions};
+use watch_delay::WatchDelays;
 
 /// How to start the simulator.
 #[derive(Clone, Debug)]
@@ -44,7 +47,7 @@ pub struct Options {
     pub fast_deletion: bool,
     /// Run the pod simulator loop (scheduler + kubelet).
     pub kubelet: bool,
-    /// Seed of the fault-injection random source.
+    /// Seed of the fault-injection and watch-delay random sources.
     pub seed: u64,
 }
 
@@ -128,6 +131,7 @@ impl Sim {
         let state = Arc::new(server::State {
             store: store.clone(),
             faults: faults.clone(),
+            watch_delays: Arc::new(WatchDelays::new(opts.seed)),
             addr,
             bookmark_interval: opts.bookmark_interval,
             watch_epoch: epoch,
@@ -184,6 +188,17 @@ impl SimHandle {
     }
     pub fn clear_faults(&self) {
         self.faults.clear_rules();
+    }
+    /// Delay delivery of watch events of `resource` (a plural such as "pods"; None = every
+    /// resource) by a uniform random latency in [min, max] (seeded by `Options::seed`). Each
+    /// stream keeps its order; streams of different kinds drift apart. Applies to live events
+    /// from now on; replays and initial lists are not delayed.
+    pub fn set_watch_delay(&self, resource: Option<&str>, min: Duration, max: Duration) {
+        self.state.watch_delays.set(resource, min, max);
+    }
+    /// Deliver watch events without delay again (events already in flight still arrive).
+    pub fn clear_watch_delays(&self) {
+        self.state.watch_delays.clear();
     }
     /// End every open watch connection (clients re-watch from their last resourceVersion).
     pub fn drop_watches(&self) {

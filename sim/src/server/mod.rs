@@ -29,6 +29,8 @@ use route::{Query, Route};
 pub struct State {
     pub store: Arc<Store>,
     pub faults: Arc<Faults>,
+    /// Latency of watch event delivery, by resource.
+    pub watch_delays: Arc<crate::watch_delay::WatchDelays>,
     pub addr: SocketAddr,
     pub bookmark_interval: Duration,
     /// Bumped to end every open watch (dropped connections, restarts).

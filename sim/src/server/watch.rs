@@ -1,6 +1,8 @@
 //! Watch streams: replay from a resourceVersion (or the current state), live events filtered by
 //! namespace and selectors (with ADDED/DELETED when an object enters or leaves the selection),
-//! bookmarks, initial-events-end, timeouts, 410 as an ERROR event (network I/O via a task).
+//! bookmarks, initial-events-end, timeouts, 410 as an ERROR event, delayed delivery (network
+//! I/O via a task).
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::respond::{self, Body};
 use super::target::{Filter, Req, Target, wants_table};
 use crate::store::{ApiError, EventType, WatchEvent};
+use crate::watch_delay::Pending;
 
 struct Watcher {
     target: Target,
@@ -123,6 +126,8 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     let sub = req.state.store.watch(&t.st.storage, from);
     let mut epoch = req.state.watch_epoch.subscribe();
     let interval = req.state.bookmark_interval;
+    let delays = req.state.watch_delays.clone();
+    let plural = t.rt.plural.clone();
     tokio::spawn(async move {
         let mut sub = match sub {
             Ok(s) => s,
@@ -152,13 +157,33 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         let deadline = timeout.map(|d| tokio::time::Instant::now() + d);
         let mut tick = tokio::time::interval(interval);
         tick.tick().await;
+        // Events in flight. Every store event goes through it while it is not empty, other
+        // kinds' too: they carry no payload here but advance the bookmark progress, which must
+        // never pass an event not yet delivered.
+        let mut pending: Pending<Arc<WatchEvent>> = Pending::default();
         loop {
             tokio::select! {
                 ev = sub.rx.recv() => match ev {
-                    Ok(ev) => if !w.event(&ev).await { return },
+                    Ok(ev) => {
+                        let delay = if ev.resource == w.target.st.storage {
+                            delays.draw(&plural)
+                        } else {
+                            Duration::ZERO
+                        };
+                        if delay.is_zero() && pending.is_empty() {
+                            if !w.event(&ev).await { return }
+                        } else {
+                            pending.push(ev, tokio::time::Instant::now() + delay);
+                        }
+                    }
                     // Too slow or the store is gone: end the stream, the client re-watches.
                     Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
                 },
+                _ = sleep_until(pending.next_ready()) => {
+                    while let Some(ev) = pending.pop_ready(tokio::time::Instant::now()) {
+                        if !w.event(&ev).await { return }
+                    }
+                }
                 _ = tick.tick(), if bookmarks => if !w.bookmark(false).await { return },
                 _ = sleep_until(deadline) => return,
                 _ = epoch.changed() => return,
