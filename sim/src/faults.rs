@@ -80,7 +80,8 @@ pub struct RequestKey {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RequestCounts(pub BTreeMap<RequestKey, u64>);
 
-const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+/// The verbs that count as writes.
+pub const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
 impl RequestCounts {
     /// Requests with this verb and resource (None = any), over all user agents.

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod faults;
+pub mod freeze;
 pub mod gc;
 pub mod jsonpath;
 pub mod kubeconfig;
@@ -132,6 +133,7 @@ impl Sim {
             store: store.clone(),
             faults: faults.clone(),
             watch_delays: Arc::new(WatchDelays::new(opts.seed)),
+            freeze: Arc::new(freeze::Freeze::default()),
             addr,
             bookmark_interval: opts.bookmark_interval,
             watch_epoch: epoch,
@@ -199,6 +201,26 @@ impl SimHandle {
     /// Deliver watch events without delay again (events already in flight still arrive).
     pub fn clear_watch_delays(&self) {
         self.state.watch_delays.clear();
+    }
+    /// Simulate the client process being killed right after its `n`-th write from now: once
+    /// the server has carried out `n` more writes (create, update, patch, delete,
+    /// deletecollection answered 2xx) from clients whose User-Agent contains `user_agent`, every
+    /// later request of such a client hangs, never carried out, and their watches deliver
+    /// nothing, until [`SimHandle::unfreeze`] (which closes those connections unanswered). While
+    /// armed, that client's writes run one at a time, so exactly `n` take effect. `n = 0`
+    /// freezes at once.
+    pub fn freeze_after_writes(&self, user_agent: &str, n: u64) {
+        self.state.freeze.arm(user_agent, n);
+    }
+    /// Lift the freeze (and disarm): held requests get their connections closed unanswered
+    /// (nothing they asked for is done), frozen watch streams end; later requests are served.
+    pub fn unfreeze(&self) {
+        self.state.freeze.unfreeze();
+    }
+    /// Writes the server carried out (answered 2xx; an `error_after_write` fault still counts)
+    /// for clients whose User-Agent contains `user_agent`, since the start.
+    pub fn writes_by(&self, user_agent: &str) -> u64 {
+        self.state.freeze.writes_by(user_agent)
     }
     /// End every open watch connection (clients re-watch from their last resourceVersion).
     pub fn drop_watches(&self) {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tfjob_sim::{FaultRule, Options};
 
@@ -302,4 +302,95 @@ async fn a_watcher_dropped_with_events_in_flight_gets_them_on_its_re_watch() {
             seen.push(name.unwrap_or_else(|| panic!("{n} lost: {seen:?}")));
         }
     }
+}
+
+fn client_as(sim: &tfjob_sim::SimHandle, user_agent: &'static str) -> Client {
+    let mut config = kube::Config::new(sim.url().parse().expect("url"));
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(user_agent),
+    ));
+    Client::try_from(config).expect("client")
+}
+
+fn named(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}})).expect("cm")
+}
+
+fn stored_with_prefix(sim: &tfjob_sim::SimHandle, prefix: &str) -> usize {
+    let rt = sim
+        .store()
+        .lookup("", "v1", "configmaps")
+        .expect("configmaps");
+    sim.store()
+        .list(&rt, None, |o| {
+            o["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .0
+        .len()
+}
+
+#[tokio::test]
+async fn a_client_frozen_after_its_nth_write_gets_no_more_answers_until_unfrozen() {
+    let (sim, _client) = start_with(Options {
+        kubelet: false,
+        ..Default::default()
+    })
+    .await;
+    let a: Api<ConfigMap> = Api::default_namespaced(client_as(&sim, "tfjob-operator-a/0.1"));
+    let b: Api<ConfigMap> = Api::default_namespaced(client_as(&sim, "tfjob-operator-b/0.1"));
+    let pp = PostParams::default();
+    let from = sim.store().resource_version().to_string();
+    let a_watch = tokio::spawn(record(
+        a.clone(),
+        from,
+        Instant::now() + Duration::from_secs(3),
+    ));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    sim.freeze_after_writes("operator-a", 2);
+    // Four writes at once: exactly two take effect and are answered, two hang.
+    let writes = (0..4).map(|i| {
+        let (a, pp) = (a.clone(), pp.clone());
+        async move {
+            tokio::time::timeout(
+                Duration::from_millis(700),
+                a.create(&pp, &named(&format!("a{i}"))),
+            )
+            .await
+        }
+    });
+    let results = futures::future::join_all(writes).await;
+    let answered = results.iter().filter(|r| matches!(r, Ok(Ok(_)))).count();
+    let hung = results.iter().filter(|r| r.is_err()).count();
+    assert_eq!((answered, hung), (2, 2), "{results:?}");
+    assert_eq!(stored_with_prefix(&sim, "a"), 2);
+    assert_eq!(sim.writes_by("operator-a"), 2);
+    // Reads hang too; other clients are served.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), a.get("a0"))
+            .await
+            .is_err()
+    );
+    b.create(&pp, &named("b1")).await.expect("b is served");
+    assert_eq!(
+        (sim.writes_by("operator-b"), sim.writes_by("tfjob-operator")),
+        (1, 3)
+    );
+
+    sim.unfreeze();
+    a.get("b1").await.expect("a is served again");
+    a.create(&pp, &named("a-after"))
+        .await
+        .expect("a writes again");
+    // The requests held during the freeze were never carried out.
+    assert_eq!(stored_with_prefix(&sim, "a"), 3);
+    // a's watch delivered nothing written while a was frozen, and ended at the unfreeze.
+    let seen = a_watch.await.expect("a's watch");
+    assert!(
+        !seen.iter().any(|e| e.2 == "b1" || e.2 == "a-after"),
+        "{seen:?}"
+    );
 }

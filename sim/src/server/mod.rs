@@ -8,7 +8,6 @@ pub mod route;
 mod target;
 mod watch;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +30,8 @@ pub struct State {
     pub faults: Arc<Faults>,
     /// Latency of watch event delivery, by resource.
     pub watch_delays: Arc<crate::watch_delay::WatchDelays>,
+    /// Clients frozen after their N-th write.
+    pub freeze: Arc<crate::freeze::Freeze>,
     pub addr: SocketAddr,
     pub bookmark_interval: Duration,
     /// Bumped to end every open watch (dropped connections, restarts).
@@ -87,7 +88,12 @@ fn classify(method: &Method, route: &Route, q: &Query) -> (&'static str, String)
     (verb, resource)
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+/// A request of a frozen client: the connection is closed without an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("request of a frozen client, dropped unanswered")]
+struct Unanswered;
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Unanswered> {
     let (parts, body) = req.into_parts();
     // Always drain the body first: a leftover body would corrupt the next keep-alive request.
     let body: Bytes = match body.collect().await {
@@ -106,6 +112,21 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let (verb, resource) = classify(&parts.method, &route, &query);
+    let is_write = crate::faults::WRITE_VERBS.contains(&verb);
+    // An armed client's writes take turns, so the freeze falls exactly after its N-th.
+    let turn = if is_write {
+        state.freeze.turn(ua).await
+    } else {
+        None
+    };
+    if state.freeze.is_frozen(ua) {
+        // A frozen client's request is never carried out nor answered: it waits, and when the
+        // test unfreezes, its connection is closed (a killed process's request must not land
+        // later; a resumed client sees a broken connection and retries).
+        drop(turn);
+        state.freeze.wait_thawed(ua).await;
+        return Err(Unanswered);
+    }
     state.faults.record(verb, &resource, ua);
     let decision = state.faults.decide(verb, &resource);
     if !decision.latency.is_zero() {
@@ -122,6 +143,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         body,
     };
     let response = dispatch(&req, route).await;
+    if is_write && response.status().is_success() {
+        state.freeze.record_write(ua);
+    }
+    drop(turn);
     match decision.error_after {
         // The request took effect (stored, watch events sent); only the answer is lost.
         Some(e) if response.status().is_success() => Ok(respond::error(&e)),

@@ -14,6 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::respond::{self, Body};
 use super::target::{Filter, Req, Target, wants_table};
+use crate::freeze::Freeze;
 use crate::store::{ApiError, EventType, WatchEvent};
 use crate::watch_delay::Pending;
 
@@ -24,6 +25,10 @@ struct Watcher {
     tx: mpsc::Sender<Bytes>,
     /// Highest resourceVersion this watcher has seen (for bookmarks).
     progress: u64,
+    /// The client's user agent and the freeze that may hold its deliveries.
+    user_agent: String,
+    freeze: Arc<Freeze>,
+    epoch: tokio::sync::watch::Receiver<u64>,
 }
 
 impl Watcher {
@@ -51,6 +56,16 @@ impl Watcher {
         }
     }
     async fn send(&mut self, kind: &str, object: Value) -> bool {
+        // A frozen client receives nothing more; its stream ends when it is unfrozen (or
+        // watches are dropped), and the client re-watches from the last event it got.
+        if self.freeze.is_frozen(&self.user_agent) {
+            let mut epoch = self.epoch.clone();
+            tokio::select! {
+                _ = self.freeze.wait_thawed(&self.user_agent) => {}
+                _ = epoch.changed() => {}
+            }
+            return false;
+        }
         let mut line =
             serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
         line.push(b'\n');
@@ -116,15 +131,24 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     };
     let table =
         wants_table(req.headers).then(|| q.get("includeObject").unwrap_or("Metadata").to_string());
+    let mut epoch = req.state.watch_epoch.subscribe();
+    let user_agent = req
+        .headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let mut w = Watcher {
         target,
         filter,
         table,
         tx,
         progress: 0,
+        user_agent,
+        freeze: req.state.freeze.clone(),
+        epoch: epoch.clone(),
     };
     let sub = req.state.store.watch(&t.st.storage, from);
-    let mut epoch = req.state.watch_epoch.subscribe();
     let interval = req.state.bookmark_interval;
     let delays = req.state.watch_delays.clone();
     let plural = t.rt.plural.clone();
