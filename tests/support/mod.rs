@@ -3,6 +3,7 @@
 //! in process, watching that namespace.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod faults;
 pub mod wait;
 
 use std::time::Duration;
@@ -42,6 +43,11 @@ impl TestCluster {
 
     /// The same, but the operator is not started yet.
     pub async fn without_operator(test: &str) -> Self {
+        Self::without_operator_on(test, Options::default()).await
+    }
+
+    /// The same, on a simulator started with `options` (when no real cluster is given).
+    pub async fn without_operator_on(test: &str, options: Options) -> Self {
         let (client, sim) = if std::env::var_os("KUBECONFIG").is_some() {
             (
                 Client::try_default()
@@ -50,7 +56,7 @@ impl TestCluster {
                 None,
             )
         } else {
-            let sim = Sim::start(Options::default())
+            let sim = Sim::start(options)
                 .await
                 .expect("starting the simulator");
             let config = kube::Config::new(sim.url().parse().expect("simulator URL"));
