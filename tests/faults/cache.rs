@@ -33,7 +33,13 @@ async fn a_restarted_operator_with_600_pods_and_slow_list_pages_writes_nothing_a
     let started = Instant::now();
     let first = c.operator(&[]).await;
     let specs = (0..JOBS)
-        .map(|i| spec(&format!("full-{i:03}"), &[("Worker", WORKERS, "Never")], 3600.0))
+        .map(|i| {
+            spec(
+                &format!("full-{i:03}"),
+                &[("Worker", WORKERS, "Never")],
+                3600.0,
+            )
+        })
         .collect();
     common::create_all(&c, specs, 16).await;
     let running = |j: &tfjob_operator::crd::TFJob| {
@@ -47,18 +53,41 @@ async fn a_restarted_operator_with_600_pods_and_slow_list_pages_writes_nothing_a
         |jobs| summarize(jobs, running),
     )
     .await;
-    until_quiet(&c, first.agent(), Duration::from_secs(1), Duration::from_secs(60)).await;
+    until_quiet(
+        &c,
+        first.agent(),
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+    )
+    .await;
     let before: BTreeMap<String, serde_json::Value> = common::list_jobs(&c)
         .await
         .iter()
-        .map(|j| (common::name(j).to_string(), json!([j.metadata.resource_version, j.status])))
+        .map(|j| {
+            (
+                common::name(j).to_string(),
+                json!([j.metadata.resource_version, j.status]),
+            )
+        })
         .collect();
     eprintln!("{JOBS} jobs running after {:?}", started.elapsed());
     first.stop_cleanly().await;
 
-    sim.set_fault(FaultRule::latency(Some("list"), Some("tfjobs"), Duration::from_millis(300)));
-    sim.set_fault(FaultRule::latency(Some("list"), Some("services"), Duration::from_millis(100)));
-    sim.set_fault(FaultRule::latency(Some("list"), Some("pods"), Duration::from_millis(500)));
+    sim.set_fault(FaultRule::latency(
+        Some("list"),
+        Some("tfjobs"),
+        Duration::from_millis(300),
+    ));
+    sim.set_fault(FaultRule::latency(
+        Some("list"),
+        Some("services"),
+        Duration::from_millis(100),
+    ));
+    sim.set_fault(FaultRule::latency(
+        Some("list"),
+        Some("pods"),
+        Duration::from_millis(500),
+    ));
     let counted = sim.requests();
     let second = c.operator(&[]).await;
     second.until_ready().await;
@@ -77,8 +106,7 @@ async fn a_restarted_operator_with_600_pods_and_slow_list_pages_writes_nothing_a
     let changed: Vec<String> = after
         .iter()
         .filter(|j| {
-            before.get(common::name(j))
-                != Some(&json!([j.metadata.resource_version, j.status]))
+            before.get(common::name(j)) != Some(&json!([j.metadata.resource_version, j.status]))
         })
         .map(|j| format!("{}: {}", common::name(j), status_line(j)))
         .collect();
@@ -106,12 +134,19 @@ async fn a_child_deleted_while_the_watches_were_down_is_recreated_after_the_reli
     }
     let sim = c.sim();
     let operator = c.operator(&[]).await;
-    c.create(spec("lone", &[("Worker", 1, "Never")], 3600.0)).await;
+    c.create(spec("lone", &[("Worker", 1, "Never")], 3600.0))
+        .await;
     let (pod, svc) = ("lone-worker-0", "lone-worker-0");
     let running = c.until_condition("lone", ConditionType::Running).await;
     let old_pod = c.until_pod_uid(pod, None).await;
     let old_svc = c.services().get(svc).await.unwrap().metadata.uid.unwrap();
-    until_quiet(&c, operator.agent(), Duration::from_millis(500), Duration::from_secs(30)).await;
+    until_quiet(
+        &c,
+        operator.agent(),
+        Duration::from_millis(500),
+        Duration::from_secs(30),
+    )
+    .await;
     assert_eq!(restarts(&running, ReplicaType::Worker), 0);
 
     for resource in ["pods", "services"] {
@@ -131,8 +166,18 @@ async fn a_child_deleted_while_the_watches_were_down_is_recreated_after_the_reli
 
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let new_pod = c.pods().get_opt(pod).await.unwrap().and_then(|p| p.metadata.uid);
-        let new_svc = c.services().get_opt(svc).await.unwrap().and_then(|s| s.metadata.uid);
+        let new_pod = c
+            .pods()
+            .get_opt(pod)
+            .await
+            .unwrap()
+            .and_then(|p| p.metadata.uid);
+        let new_svc = c
+            .services()
+            .get_opt(svc)
+            .await
+            .unwrap()
+            .and_then(|s| s.metadata.uid);
         let job = c.jobs().get("lone").await.unwrap();
         let recreated = new_pod.as_ref().is_some_and(|u| *u != old_pod)
             && new_svc.as_ref().is_some_and(|u| *u != old_svc);
@@ -151,7 +196,18 @@ async fn a_child_deleted_while_the_watches_were_down_is_recreated_after_the_reli
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    until_quiet(&c, operator.agent(), Duration::from_millis(500), Duration::from_secs(30)).await;
+    until_quiet(
+        &c,
+        operator.agent(),
+        Duration::from_millis(500),
+        Duration::from_secs(30),
+    )
+    .await;
     let job = c.jobs().get("lone").await.unwrap();
-    assert_eq!(restarts(&job, ReplicaType::Worker), 1, "{}", status_line(&job));
+    assert_eq!(
+        restarts(&job, ReplicaType::Worker),
+        1,
+        "{}",
+        status_line(&job)
+    );
 }

@@ -80,17 +80,66 @@ pub async fn until_jobs(
     done: impl Fn(&[TFJob]) -> bool,
     describe: impl Fn(&[TFJob]) -> String,
 ) -> Vec<TFJob> {
+    match jobs_within(c, within, done).await {
+        Ok(jobs) => jobs,
+        Err(jobs) => panic!(
+            "timed out after {within:?} waiting for {what}: {}",
+            describe(&jobs)
+        ),
+    }
+}
+
+/// Poll the namespace's TFJobs until `done` holds for them (Ok) or `within` passed (Err with
+/// the last list).
+pub async fn jobs_within(
+    c: &TestCluster,
+    within: Duration,
+    done: impl Fn(&[TFJob]) -> bool,
+) -> Result<Vec<TFJob>, Vec<TFJob>> {
     let deadline = Instant::now() + within;
     loop {
         let jobs = list_jobs(c).await;
         if done(&jobs) {
-            return jobs;
+            return Ok(jobs);
         }
         if Instant::now() > deadline {
-            panic!("timed out after {within:?} waiting for {what}: {}", describe(&jobs));
+            return Err(jobs);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The pods of job `name` now: name, phase, uid, whether terminating, controller uid.
+pub async fn describe_pods(c: &TestCluster, job: &str) -> Vec<String> {
+    let lp = ListParams::default().labels(&format!("training.kubeflow.org/job-name={job}"));
+    let pods = c
+        .pods()
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    pods.iter()
+        .map(|p| {
+            let owner = p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|o| o.uid.clone())
+                .collect::<Vec<_>>();
+            format!(
+                "{} {} uid {} rv {} terminating {} owners {owner:?}",
+                p.metadata.name.as_deref().unwrap_or_default(),
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.phase.as_deref())
+                    .unwrap_or_default(),
+                p.metadata.uid.as_deref().unwrap_or_default(),
+                p.metadata.resource_version.as_deref().unwrap_or_default(),
+                p.metadata.deletion_timestamp.is_some(),
+            )
+        })
+        .collect()
 }
 
 /// Whether condition `t` is True.
@@ -242,8 +291,20 @@ pub fn status_regressions(versions: &[Seen<TFJob>]) -> Vec<String> {
             }
         }
         let frozen = (
-            json!(status.conditions.iter().map(|c| (c.type_, c.status, c.reason.clone(), c.message.clone())).collect::<Vec<_>>()),
-            json!(status.replica_statuses.iter().map(|(t, r)| (t, r.active, r.succeeded, r.failed, r.restarts)).collect::<Vec<_>>()),
+            json!(
+                status
+                    .conditions
+                    .iter()
+                    .map(|c| (c.type_, c.status, c.reason.clone(), c.message.clone()))
+                    .collect::<Vec<_>>()
+            ),
+            json!(
+                status
+                    .replica_statuses
+                    .iter()
+                    .map(|(t, r)| (t, r.active, r.succeeded, r.failed, r.restarts))
+                    .collect::<Vec<_>>()
+            ),
         );
         match &terminal {
             Some(done) if *done != frozen => problems.push(format!(

@@ -33,7 +33,10 @@ const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecol
 /// Printed, so a failing run can be replayed.
 pub fn seed(test: &str) -> u64 {
     let seed = match std::env::var("FAULTS_SEED") {
-        Ok(s) => s.trim().parse().expect("FAULTS_SEED must be an unsigned integer"),
+        Ok(s) => s
+            .trim()
+            .parse()
+            .expect("FAULTS_SEED must be an unsigned integer"),
         Err(_) => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -195,7 +198,10 @@ impl Operator {
     /// SIGTERM: resolve its shutdown future and wait up to `within` for `run_with` to return.
     /// Returns what it returned and how long that took; Err when it did not return in time (it
     /// is then killed).
-    pub async fn stop(mut self, within: Duration) -> Result<(anyhow::Result<()>, Duration), String> {
+    pub async fn stop(
+        mut self,
+        within: Duration,
+    ) -> Result<(anyhow::Result<()>, Duration), String> {
         let started = Instant::now();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

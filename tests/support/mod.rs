@@ -56,9 +56,7 @@ impl TestCluster {
                 None,
             )
         } else {
-            let sim = Sim::start(options)
-                .await
-                .expect("starting the simulator");
+            let sim = Sim::start(options).await.expect("starting the simulator");
             let config = kube::Config::new(sim.url().parse().expect("simulator URL"));
             (
                 Client::try_from(config).expect("client for the simulator"),
