@@ -143,7 +143,11 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
     let mut rules = Vec::new();
     for p in plan.iter().filter(|p| p.kind == Kind::Recreated) {
         let pod = format!("{}-worker-0", p.name);
-        sim.script_pod(&c.namespace, &pod, [("run-seconds", "0.5"), ("exit-code", "137")]);
+        sim.script_pod(
+            &c.namespace,
+            &pod,
+            [("run-seconds", "0.5"), ("exit-code", "137")],
+        );
         rules.push(Rescript {
             pod,
             after_failures: 1,
@@ -160,8 +164,13 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
     })
     .await;
     // Let late events and cleanups land, then stop delaying.
-    common::until_quiet(&c, operator.agent(), Duration::from_secs(1), Duration::from_secs(20))
-        .await;
+    common::until_quiet(
+        &c,
+        operator.agent(),
+        Duration::from_secs(1),
+        Duration::from_secs(20),
+    )
+    .await;
     sim.clear_watch_delays();
     tokio::time::sleep(Duration::from_millis(600)).await;
     eprintln!("40 jobs under delayed watches in {:?}", started.elapsed());
@@ -196,7 +205,12 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
             && restarts(job, ReplicaType::Worker) == p.restarts()
             && restarts(job, ReplicaType::Ps) == 0;
         if !ok {
-            problems.push(format!("{} ({:?}) ended {}", p.name, p.kind, status_line(job)));
+            problems.push(format!(
+                "{} ({:?}) ended {}",
+                p.name,
+                p.kind,
+                status_line(job)
+            ));
         }
         let history = jobs.versions(&p.name);
         for r in status_regressions(&history) {
@@ -211,7 +225,10 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
             let uids = pod_uids.get(&pod).map_or(0, Vec::len);
             let want = if p.kind == Kind::Recreated { 2 } else { 1 };
             if uids != want {
-                problems.push(format!("pod {pod} ({:?}) had {uids} uids, want {want}", p.kind));
+                problems.push(format!(
+                    "pod {pod} ({:?}) had {uids} uids, want {want}",
+                    p.kind
+                ));
             }
             let svc = svc_uids.get(&pod).map_or(0, Vec::len);
             if svc != 1 {
@@ -227,8 +244,8 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
                 seen_uids.push(v.uid().to_string());
                 let failed = phase(&v.obj) == "Failed";
                 let after_success = succeeded_at.is_some_and(|s| s < v.rv());
-                let ok = (failed && p.kind == Kind::Recreated)
-                    || (p.cleaned(&pod) && after_success);
+                let ok =
+                    (failed && p.kind == Kind::Recreated) || (p.cleaned(&pod) && after_success);
                 if !ok {
                     problems.push(format!(
                         "pod {pod} ({:?}) deleted while {} at rv {}; the job's Succeeded was \
@@ -241,5 +258,9 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
             }
         }
     }
-    assert!(problems.is_empty(), "{} problems: {problems:#?}", problems.len());
+    assert!(
+        problems.is_empty(),
+        "{} problems: {problems:#?}",
+        problems.len()
+    );
 }
