@@ -1,1 +1,129 @@
-//! TODO
+//! R6: SIGTERM in the middle of creating a 300-replica job → a clean exit; the next operator
+//! completes the job with exactly 300 pods and 300 services, each created exactly once.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use serde_json::json;
+use tfjob_operator::crd::{ConditionType, ReplicaType, TFJob};
+use tfjob_sim::FaultRule;
+use tokio::time::Instant;
+
+use super::common::{self, restarts, spec, status_line};
+use crate::support::faults::{
+    OPERATOR_AGENT, WatchLog, breakdown, cluster, seed, shared, writes_of,
+};
+
+const REPLICAS: usize = 300;
+/// How long a SIGTERMed operator may take to drain and return.
+const EXIT: Duration = Duration::from_secs(10);
+
+/// A 300-worker job (`AllWorkers`: every worker must run and succeed) is being created, each
+/// create slowed by 10 ms; once 60 pods exist the operator gets SIGTERM (its shutdown future
+/// resolves): `run_with` returns Ok within 10 s. A second operator (its pod list pages slowly)
+/// completes the job: 300 pods and 300 services, one uid each, POSTed once each over both
+/// operators, no restart counted and never Restarting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_creating_300_replicas_exits_cleanly_and_the_next_operator_creates_each_child_once()
+ {
+    let _shared = shared().await;
+    let c = cluster("sigterm-300", seed("sigterm-300")).await;
+    if !c.simulated() {
+        return eprintln!("skipped: slows creates and counts them (simulator only)");
+    }
+    let sim = c.sim();
+    let pods = WatchLog::<Pod>::start(c.pods(), "").await;
+    let svcs = WatchLog::<Service>::start(c.services(), "").await;
+    let jobs = WatchLog::<TFJob>::start(c.jobs(), "").await;
+    let ms = Duration::from_millis;
+    sim.set_fault(FaultRule::latency(Some("create"), Some("pods"), ms(10)));
+    sim.set_fault(FaultRule::latency(Some("create"), Some("services"), ms(10)));
+    let first = c.operator(&[]).await;
+    first.until_ready().await;
+    let mut big = spec("big", &[("Worker", REPLICAS as i32, "Never")], 2.0);
+    big["spec"]["successPolicy"] = json!("AllWorkers");
+    c.create(big).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pods.uids().len() < 60 {
+        assert!(
+            Instant::now() < deadline,
+            "the first operator created too little"
+        );
+        tokio::time::sleep(ms(5)).await;
+    }
+    let at_sigterm = pods.uids().len();
+    let agent = first.agent().to_string();
+    let stopped = first.stop(EXIT).await;
+    let at_exit = pods.uids().len();
+    sim.set_fault(FaultRule::latency(Some("list"), Some("pods"), ms(300)));
+    let second = c.operator(&[]).await;
+    let finished = common::jobs_within(&c, Duration::from_secs(60), |all| {
+        all.iter().all(common::finished)
+    })
+    .await;
+    sim.clear_faults();
+    let requests = sim.requests();
+    let writes = writes_of(&requests, OPERATOR_AGENT);
+    eprintln!(
+        "SIGTERM with {at_sigterm} pods, {at_exit} when {agent} returned ({stopped:?}); \
+         operators' writes {}",
+        breakdown(&writes)
+    );
+
+    let mut problems = Vec::new();
+    match stopped {
+        Ok((Ok(()), took)) => eprintln!("the first operator exited cleanly in {took:?}"),
+        Ok((Err(e), _)) => problems.push(format!("the first operator failed: {e:#}")),
+        Err(e) => problems.push(e),
+    }
+    match &finished {
+        Ok(all) => {
+            let job = &all[0];
+            let ok = common::is(job, ConditionType::Succeeded)
+                && restarts(job, ReplicaType::Worker) == 0
+                && common::counts(job, ReplicaType::Worker).1 == REPLICAS as i32;
+            if !ok {
+                problems.push(format!("the job ended {}", status_line(job)));
+            }
+        }
+        Err(all) => problems.push(format!(
+            "the job did not finish within 60 s: {}",
+            all.first().map(status_line).unwrap_or_default()
+        )),
+    }
+    for (kind, uids) in [("pods", pods.uids()), ("services", svcs.uids())] {
+        let twice: Vec<&String> = uids
+            .iter()
+            .filter(|(_, u)| u.len() > 1)
+            .map(|(n, _)| n)
+            .collect();
+        if uids.len() != REPLICAS || !twice.is_empty() {
+            problems.push(format!(
+                "{} {kind}, {} of them with more than one uid, e.g. {:?}",
+                uids.len(),
+                twice.len(),
+                &twice[..twice.len().min(5)]
+            ));
+        }
+        let posted = writes.count(Some("create"), Some(kind));
+        if posted != REPLICAS as u64 {
+            problems.push(format!("{kind} were POSTed {posted} times, not {REPLICAS}"));
+        }
+    }
+    let restarting = jobs
+        .versions("big")
+        .iter()
+        .filter(|v| common::is(&v.obj, ConditionType::Restarting))
+        .count();
+    if restarting > 0 {
+        problems.push(format!(
+            "{restarting} recorded versions of the job were Restarting"
+        ));
+    }
+    drop(second);
+    assert!(
+        problems.is_empty(),
+        "{} problems: {problems:#?}",
+        problems.len()
+    );
+}
