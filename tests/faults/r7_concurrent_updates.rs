@@ -55,11 +55,13 @@ async fn a_tfjob_patched_every_20ms_by_another_client_loses_no_status_write() {
         let mut tick = 0u64;
         while !stop.load(Ordering::Relaxed) {
             tick += 1;
-            let patch =
-                json!({"metadata": {"annotations": {"faults.tfjob.dev/tick": tick.to_string()}}});
-            let each = want.iter().map(|(name, _)| {
-                patcher.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            });
+            let patch = Patch::Merge(
+                json!({"metadata": {"annotations": {"faults.tfjob.dev/tick": tick.to_string()}}}),
+            );
+            let pp = PatchParams::default();
+            let each = want
+                .iter()
+                .map(|(name, _)| patcher.patch(name, &pp, &patch));
             let done = futures::future::join_all(each).await;
             let ok = done.iter().filter(|r| r.is_ok()).count();
             patches.fetch_add(ok as u64, Ordering::Relaxed);
