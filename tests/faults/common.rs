@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tfjob_operator::crd::{ConditionStatus, ConditionType, ReplicaType, TFJob};
 use tokio::time::Instant;
 
-use crate::support::faults::{Seen, WatchLog, writes_of};
+use crate::support::faults::{Seen, writes_of};
 use crate::support::{self, TestCluster};
 
 pub const RUN: &str = "sim.tfjob.dev/run-seconds";
@@ -317,9 +317,4 @@ pub fn status_regressions(versions: &[Seen<TFJob>]) -> Vec<String> {
         }
     }
     problems
-}
-
-/// The job's history as seen by `log`.
-pub fn history(log: &WatchLog<TFJob>, job: &str) -> Vec<Seen<TFJob>> {
-    log.versions(job)
 }

@@ -112,7 +112,7 @@ async fn a_killed_leader_is_replaced_within_15s_by_a_standby_that_wrote_only_its
     );
     assert_eq!(
         reporters,
-        [second.clone()],
+        std::slice::from_ref(&second),
         "only the new leader acted on 'after'"
     );
     assert!(done.status.is_some());
