@@ -143,7 +143,7 @@ fn plan_batch(rng: &mut Rng, batch: usize) -> Vec<Planned> {
             name: format!("b{batch}-{i:03}"),
             workers: if rng.chance(0.3) { 2 } else { 1 },
             ps: rng.chance(0.15),
-            clean: rng.pick(&["All", "Running", "None"]),
+            clean: ["All", "Running", "None"][rng.below(3) as usize],
         })
         .collect()
 }
