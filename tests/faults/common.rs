@@ -109,6 +109,38 @@ pub async fn jobs_within(
     }
 }
 
+/// Poll the namespace's TFJobs until `remaining` counts nothing left (Ok), or `within` passed,
+/// or the count did not shrink for `stall` (Err with the last list).
+pub async fn jobs_progressing(
+    c: &TestCluster,
+    within: Duration,
+    stall: Duration,
+    remaining: impl Fn(&[TFJob]) -> usize,
+) -> Result<Vec<TFJob>, Vec<TFJob>> {
+    let deadline = Instant::now() + within;
+    let mut progress = (usize::MAX, Instant::now());
+    loop {
+        let jobs = list_jobs(c).await;
+        let left = remaining(&jobs);
+        if left == 0 {
+            return Ok(jobs);
+        }
+        if left < progress.0 {
+            progress = (left, Instant::now());
+        }
+        if Instant::now() > deadline || progress.1.elapsed() > stall {
+            return Err(jobs);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Jobs not finished among `jobs`, plus those of `expected` not created yet.
+pub fn unfinished(jobs: &[TFJob], expected: usize) -> usize {
+    let done = jobs.iter().filter(|j| finished(j)).count();
+    expected.saturating_sub(done).max(jobs.len() - done)
+}
+
 /// The pods of job `name` now: name, phase, uid, whether terminating, controller uid.
 pub async fn describe_pods(c: &TestCluster, job: &str) -> Vec<String> {
     let lp = ListParams::default().labels(&format!("training.kubeflow.org/job-name={job}"));

@@ -157,10 +157,8 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
     let specs = plan.iter().map(|p| p.spec(&mut rng)).collect();
     let finished = while_rescripting(sim, &c.namespace, &pods, rules, async {
         common::create_all(&c, specs, 8).await;
-        common::jobs_within(&c, Duration::from_secs(25), |all| {
-            all.len() == plan.len() && all.iter().all(common::finished)
-        })
-        .await
+        let left = |all: &[TFJob]| common::unfinished(all, plan.len());
+        common::jobs_progressing(&c, Duration::from_secs(60), Duration::from_secs(10), left).await
     })
     .await;
     // Let late events and cleanups land, then stop delaying.
@@ -180,7 +178,7 @@ async fn delayed_and_reordered_watch_events_cause_no_wrong_create_or_delete_and_
         Ok(all) => all,
         Err(all) => {
             problems.push(format!(
-                "not every job finished within 25 s: {}",
+                "not every job finished (no progress for 10 s): {}",
                 common::summarize(&all, common::finished)
             ));
             all

@@ -237,15 +237,18 @@ async fn restart_policy_exit_code_and_backoff_limit_table_end_to_end() {
     }
     let started = Instant::now();
     let ends = |all: &[TFJob]| {
-        rows.iter().all(|row| {
-            all.iter()
-                .find(|j| common::name(j) == row.name())
-                .is_some_and(|j| row.expected().end == End::KeepsRunning || common::finished(j))
-        })
+        rows.iter()
+            .filter(|row| {
+                let job = all.iter().find(|j| common::name(j) == row.name());
+                !job.is_some_and(|j| row.expected().end == End::KeepsRunning || common::finished(j))
+            })
+            .count()
     };
     let settled = while_rescripting(sim, &c.namespace, &pods, rules, async {
         common::create_all(&c, specs, 8).await;
-        let result = common::jobs_within(&c, Duration::from_secs(25), ends).await;
+        let result =
+            common::jobs_progressing(&c, Duration::from_secs(60), Duration::from_secs(10), ends)
+                .await;
         common::until_quiet(
             &c,
             operator.agent(),
@@ -264,7 +267,9 @@ async fn restart_policy_exit_code_and_backoff_limit_table_end_to_end() {
             .filter(|j| !common::finished(j))
             .map(|j| common::name(j).to_string())
             .collect();
-        problems.push(format!("not finished within 25 s: {unfinished:?}"));
+        problems.push(format!(
+            "not finished (no progress for 10 s): {unfinished:?}"
+        ));
     }
     let jobs = common::list_jobs(&c).await;
     let lp = kube::api::ListParams::default();
