@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::http::{self, Endpoints, Probes};
 use crate::leader::LeaderElector;
 use crate::reconcile::controller::{Shared, run_scope};
-use crate::reconcile::plan::Settings;
+use crate::reconcile::model::Settings;
 use crate::settings::{RunArgs, bind_address};
 
 /// Name under which the operator records events and holds the lease.

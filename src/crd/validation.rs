@@ -7,10 +7,10 @@
 use std::fmt;
 
 use super::defaults::DEFAULT_REPLICAS;
+use super::names::child_name;
 use super::spec::{
     MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, ReplicaType, TFJob,
 };
-use crate::reconcile::labels::child_name;
 
 /// Longest name of a pod or service (a DNS-1035 label).
 const MAX_NAME_LEN: usize = 63;
@@ -60,7 +60,13 @@ pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {
 
 /// Read a TFJob from JSON, naming the offending field when a value has the wrong type.
 pub fn parse_tfjob(value: serde_json::Value) -> Result<TFJob, FieldError> {
-    check_type_meta(&value)?;
+    parse_tfjob_ref(&value)
+}
+
+/// [`parse_tfjob`] without taking the value (the controller keeps it to read what it can of a
+/// job that does not parse).
+pub fn parse_tfjob_ref(value: &serde_json::Value) -> Result<TFJob, FieldError> {
+    check_type_meta(value)?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." {

@@ -10,7 +10,7 @@ use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
 use kube::{Api, Resource, ResourceExt};
 
 use super::expectations::Expectations;
-use super::plan::{Deletion, EventNote, EventType};
+use super::model::{Deletion, EventNote, EventType};
 use crate::error::Error;
 
 /// Children created at once for one job.

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 
 use super::desired;
 use super::labels::child_name;
-use super::plan::Deletion;
+use super::model::Deletion;
 use super::replicas::Children;
 use super::view::JobView;
 

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::labels::selector_string;
-use super::plan::Deletion;
+use super::model::Deletion;
 use super::replicas::{Children, Phase};
 use super::view::JobView;
 use crate::crd::{ReplicaStatus, ReplicaType};
@@ -122,7 +122,7 @@ fn positive(n: i32) -> Option<i32> {
 mod tests {
     use super::*;
     use crate::crd::RestartPolicy;
-    use crate::reconcile::plan::Observed;
+    use crate::reconcile::model::Observed;
     use crate::reconcile::replicas::observe;
     use crate::reconcile::testing::{job, pod};
     use ReplicaType::Worker;

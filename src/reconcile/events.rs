@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::plan::EventNote;
+use super::model::EventNote;
 
 /// Notes of jobs untouched this long are forgotten (the job is most likely gone).
 pub const FORGET_AFTER: SignedDuration = SignedDuration::from_hours(1);
@@ -50,7 +50,7 @@ impl EventLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::plan::EventType;
+    use crate::reconcile::model::EventType;
 
     fn note(reason: &str, message: &str) -> EventNote {
         EventNote {

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::conditions::{self, Wanted};
-use super::plan::{Deletion, EventNote};
+use super::model::{Deletion, EventNote};
 use super::replicas::{Children, Phase};
 use super::view::JobView;
 use crate::crd::{

@@ -12,6 +12,7 @@ pub mod events;
 pub mod expectations;
 pub mod finish;
 pub mod labels;
+pub mod model;
 pub mod observe;
 pub mod plan;
 pub mod progress;

@@ -9,7 +9,7 @@ use kube::runtime::reflector::Store;
 
 use super::expectations::Expectations;
 use super::labels::LABEL_JOB_NAME;
-use super::plan::Observed;
+use super::model::Observed;
 
 /// The pods and services in `namespace` labelled with the job's name, with the controller's
 /// own pending pod writes laid over the cache.

@@ -12,6 +12,7 @@ use crate::crd::{
     SuccessPolicy,
 };
 use crate::reconcile::conditions::Wanted;
+use crate::reconcile::model::Deletion;
 use crate::reconcile::replicas::REASON_NOT_OWNED;
 use crate::reconcile::testing::{NS, at, job, pod, service};
 use ConditionType::{Created, Failed, Restarting, Running, Succeeded, Suspended};

@@ -2,7 +2,7 @@
 //! restarted, Running when the deciding replica runs. Pure.
 
 use super::conditions::{self, Wanted};
-use super::plan::{EventNote, Plan};
+use super::model::{EventNote, Plan};
 use super::replicas::{Children, Phase};
 use super::restarts::Restart;
 use super::view::JobView;

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::labels::replica_of;
-use super::plan::{Deletion, EventNote, Observed};
+use super::model::{Deletion, EventNote, Observed};
 use crate::crd::defaults::TF_CONTAINER;
 use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 

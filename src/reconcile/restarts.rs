@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::finish::Cause;
 use super::labels::child_name;
-use super::plan::{Deletion, EventNote};
+use super::model::{Deletion, EventNote};
 use super::replicas::{ChildPod, Children, Key, Phase};
 use super::view::JobView;
 use crate::crd::{ReplicaType, RestartPolicy};

@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::conditions::{self, Wanted};
-use super::plan::{EventNote, Plan};
+use super::model::{EventNote, Plan};
 use super::replicas::Children;
 use super::view::JobView;
 use crate::crd::{ConditionType, REASON_RESUMED, REASON_SUSPENDED, TFJobStatus};

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::DynamicObject;
 
-use super::plan::{EventNote, EventType};
+use super::model::{EventNote, EventType};
 use crate::crd::{
     ConditionStatus, ConditionType, JobCondition, REASON_FAILED_VALIDATION, TFJobStatus,
 };

@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 
-use super::plan::Settings;
+use super::model::Settings;
 use super::replicas::{Key, replica_count};
 use crate::crd::defaults::with_defaults;
 use crate::crd::{ReplicaType, RestartPolicy, RunPolicy, TFJob, TFJobSpec};
