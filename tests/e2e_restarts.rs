@@ -119,7 +119,7 @@ async fn exit_code_137_recreates_the_pod_restarting_then_running_and_the_job_suc
     assert_eq!(restarts(&done, ReplicaType::Worker), Some(1));
     let seen = versions(&jobs, "retry");
     let restarting = first_true(&seen, 0, ConditionType::Restarting).expect("Restarting seen");
-    let message = "job retry is restarting because 1 Worker replica(s) failed.";
+    let message = "job retry is restarting because Worker replica(s) failed.";
     assert_eq!(
         reason_and_message(&seen[restarting], ConditionType::Restarting),
         Some(("TFJobRestarting".into(), message.into()))

@@ -593,7 +593,7 @@ fn children_cases() -> Vec<Case> {
         at(5),
         Expect {
             conditions: Some(vec![CREATED, (Restarting, true, "TFJobRestarting")]),
-            last_message: Some("job j is restarting because 1 Worker replica(s) failed.".into()),
+            last_message: Some("job j is restarting because Worker replica(s) failed.".into()),
             events: Some(vec!["TFJobRestarting"]),
             create_pods: Some(names("j", &[(Worker, 1)])),
             create_services: Some(vec![]),
@@ -1118,9 +1118,7 @@ fn exit_code_matrix() -> Vec<Case> {
             at(9),
             Expect {
                 conditions: Some(vec![CREATED, (Restarting, true, "TFJobRestarting")]),
-                last_message: Some(
-                    "job j is restarting because 1 Worker replica(s) failed.".into(),
-                ),
+                last_message: Some("job j is restarting because Worker replica(s) failed.".into()),
                 events: Some(events),
                 create_pods: Some(vec![]),
                 delete_pods: Some(names("j", &[(Worker, 1)])),

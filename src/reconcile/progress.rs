@@ -9,7 +9,7 @@ use super::view::JobView;
 use crate::crd::{ConditionType, REASON_RESTARTING, REASON_RUNNING, ReplicaType, TFJobStatus};
 
 /// Deletes the failed pods being restarted (recreated next pass, once gone) and sets
-/// Restarting=True, naming the first restarted type and how many of its replicas failed.
+/// Restarting=True, naming the first restarted type.
 /// A pod deleted from outside is a restart too: marking it Restarting is what keeps a
 /// recreate that keeps failing (e.g. quota) from being counted again on every pass.
 /// The TFJobRestarting event is emitted when the condition flips.
@@ -20,9 +20,9 @@ pub fn restart(view: &JobView<'_>, restarts: &[Restart], status: &mut TFJobStatu
     let t = first.key.0;
     out.delete_pods
         .extend(restarts.iter().filter_map(|r| r.pod.clone()));
-    let n = restarts.iter().filter(|r| r.key.0 == t).count();
+    // Kubeflow's wording, which dashboards match on: the type, not how many.
     let message = format!(
-        "job {} is restarting because {n} {t} replica(s) failed.",
+        "job {} is restarting because {t} replica(s) failed.",
         view.name
     );
     let wanted = Wanted::new(

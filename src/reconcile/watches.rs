@@ -209,6 +209,86 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
+    fn child(name: &str, job: &str, phase: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata = ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "kubeflow.org/v1".into(),
+                kind: "TFJob".into(),
+                name: job.into(),
+                uid: format!("uid-{job}"),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..ObjectMeta::default()
+        };
+        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            phase: Some(phase.into()),
+            ..Default::default()
+        });
+        pod
+    }
+
+    /// The failure mode of kube-runtime's shared-store subscriptions: a pod's update is
+    /// still queued when the pod is deleted. Every event must still wake its job, and the
+    /// events after it too.
+    #[tokio::test]
+    async fn events_of_a_child_deleted_while_its_update_is_queued_still_wake_jobs() {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let events = [
+            Event::Init,
+            Event::InitApply(child("a-worker-0", "a", "Pending")),
+            Event::InitDone,
+            Event::Apply(child("a-worker-0", "a", "Succeeded")),
+            Event::Delete(child("a-worker-0", "a", "Succeeded")),
+            Event::Apply(child("b-worker-0", "b", "Running")),
+        ];
+        for event in events {
+            tx.unbounded_send(Ok(event)).unwrap();
+        }
+        drop(tx);
+        let (cache, writer) = reflector::store::<Pod>();
+        let (synced, sync) = watch::channel(false);
+        let woken: Vec<String> = owners_to_wake(rx.reflect(writer), cache.clone(), synced)
+            .map(|job| job.name)
+            .collect()
+            .await;
+        assert_eq!(woken, ["a", "a", "a", "b"]);
+        assert!(*sync.borrow(), "the list completed");
+        let names: Vec<_> = cache
+            .state()
+            .iter()
+            .map(|p| p.metadata.name.clone())
+            .collect();
+        assert_eq!(names, [Some("b-worker-0".to_string())]);
+    }
+
+    /// A child deleted while the watch was down is missing from the re-list: its job wakes.
+    #[tokio::test]
+    async fn a_child_missing_from_a_relist_wakes_its_job_and_the_cache_is_unsynced_meanwhile() {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let (cache, writer) = reflector::store::<Pod>();
+        let (synced, sync) = watch::channel(false);
+        let mut woken = owners_to_wake(rx.reflect(writer), cache, synced).boxed();
+        let send = |e: Event<Pod>| tx.unbounded_send(Ok(e)).unwrap();
+        send(Event::Init);
+        send(Event::InitApply(child("a-worker-0", "a", "Running")));
+        send(Event::InitApply(child("b-worker-0", "b", "Running")));
+        send(Event::InitDone);
+        for want in ["a", "b"] {
+            assert_eq!(woken.next().await.map(|j| j.name).as_deref(), Some(want));
+        }
+        send(Event::Init);
+        send(Event::InitApply(child("b-worker-0", "b", "Running")));
+        assert_eq!(woken.next().await.map(|j| j.name).as_deref(), Some("b"));
+        assert!(!*sync.borrow(), "a re-list is under way");
+        send(Event::InitDone);
+        assert_eq!(woken.next().await.map(|j| j.name).as_deref(), Some("a"));
+        assert!(*sync.borrow());
+    }
+
     #[test]
     fn a_child_wakes_the_tfjob_that_controls_it() {
         let owner = |kind: &str, controller: Option<bool>| OwnerReference {
