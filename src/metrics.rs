@@ -1,4 +1,4 @@
-//! Prometheus metrics (contract §9): Kubeflow's job counters plus reconcile counts, errors and
+//! Prometheus metrics (docs/behaviour.md §9): Kubeflow's job counters plus reconcile counts, errors and
 //! durations. Labels are low-cardinality: namespace and framework, never object names.
 
 use std::sync::Arc;

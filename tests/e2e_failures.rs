@@ -1,4 +1,4 @@
-//! End to end: failures (contract §3, §6.2, §6.3, §7.4) — a replica failing under
+//! End to end: failures (docs/behaviour.md §3, §6.2, §6.3, §7.4) — a replica failing under
 //! restartPolicy Never, an invalid job beside a valid one, and finished jobs whose pods are
 //! never recreated. The real controller against the simulator (or a real cluster via
 //! KUBECONFIG, where scripted outcomes are skipped).

@@ -1,4 +1,4 @@
-//! End to end through the real `kubectl` (contract §10): every TFJob example in `examples/`,
+//! End to end through the real `kubectl` (docs/behaviour.md §10): every TFJob example in `examples/`,
 //! applied unchanged, runs to completion, and `kubectl get`/`describe` show it as a user expects.
 //! Simulator only: a real cluster may lack the examples' images, GPUs, secrets and volumes.
 

@@ -1,4 +1,4 @@
-//! End to end: the job's lifecycle (contract §3 managedBy, §6.2 scaling, §6.3 cleanup, §6.5
+//! End to end: the job's lifecycle (docs/behaviour.md §3 managedBy, §6.2 scaling, §6.3 cleanup, §6.5
 //! deadline and TTL, §6.6 suspend/resume) and the operator's quiet once a job has settled,
 //! the real controller against the simulator (or a real cluster via KUBECONFIG).
 

@@ -1,4 +1,4 @@
-//! End to end: restarts (contract §6.2, §6.4, §7.2) — kubelet restarts under OnFailure
+//! End to end: restarts (docs/behaviour.md §6.2, §6.4, §7.2) — kubelet restarts under OnFailure
 //! (counted in `restarts`), ExitCode retryable and permanent codes, the backoff limit, pods
 //! deleted from outside, and an operator restarted mid-job. Every test scripts pod
 //! outcomes, so they run on the simulator only.

@@ -1,5 +1,5 @@
 //! End to end: one bad object or a misbehaving API server never stops the operator
-//! (contract §3, issue "The controller" item 1).
+//! (docs/behaviour.md §3, issue "The controller" item 1).
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! End to end: children, TF_CONFIG and success (contract §4, §5, §7.3), the real controller
+//! End to end: children, TF_CONFIG and success (docs/behaviour.md §4, §5, §7.3), the real controller
 //! against the simulator (or a real cluster via KUBECONFIG).
 
 mod support;

@@ -1,4 +1,4 @@
-//! Validation (contract §3): every problem at once, as Kubernetes-style field errors. Pure.
+//! Validation (docs/behaviour.md §3): every problem at once, as Kubernetes-style field errors. Pure.
 //!
 //! Checks what the types cannot express. The CRD's schema and CEL rules refuse most of this
 //! at admission already; the controller checks again because not every API server runs every
@@ -39,7 +39,7 @@ impl fmt::Display for FieldError {
     }
 }
 
-/// Check every rule of contract §3 that the types cannot express; all problems, in a
+/// Check every rule of docs/behaviour.md §3 that the types cannot express; all problems, in a
 /// stable order: metadata, replica-type keys, roles, then each type in canonical order,
 /// then run policy.
 pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {

@@ -1,4 +1,4 @@
-//! Children of a running job (contract §4, §6.2): the missing pods and services to create,
+//! Children of a running job (docs/behaviour.md §4, §6.2): the missing pods and services to create,
 //! and the surplus ones (index ≥ replicas after a scale-down) to delete. Pure.
 
 use k8s_openapi::api::core::v1::{Pod, Service};

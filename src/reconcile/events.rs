@@ -55,16 +55,17 @@ mod tests {
             "TFJobRestarting",
             "job j is restarting because Worker replica(s) failed.",
         );
-        let passes: [(&[EventNote], usize); 6] = [
-            (&[stuck.clone(), restarting.clone()], 2),
-            (&[stuck.clone(), restarting.clone()], 0), // same pass again (a retried write)
-            (&[stuck.clone()], 0),                     // the stuck pod persists
-            (&[], 0),                                  // both went away
-            (&[restarting.clone()], 1),                // a second restart: a new occurrence
-            (&[stuck.clone()], 1),                     // stuck again
+        let both = vec![stuck.clone(), restarting.clone()];
+        let passes: [(Vec<EventNote>, usize); 6] = [
+            (both.clone(), 2),
+            (both, 0),                // same pass again (a retried write)
+            (vec![stuck.clone()], 0), // the stuck pod persists
+            (vec![], 0),              // both went away
+            (vec![restarting], 1),    // a second restart: a new occurrence
+            (vec![stuck], 1),         // stuck again
         ];
         for (i, (notes, want)) in passes.into_iter().enumerate() {
-            assert_eq!(log.fresh(notes).len(), want, "pass {i}");
+            assert_eq!(log.fresh(&notes).len(), want, "pass {i}");
         }
     }
 }

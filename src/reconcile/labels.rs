@@ -1,4 +1,4 @@
-//! Child names, labels and selectors (contract §4, §7.1). Pure.
+//! Child names, labels and selectors (docs/behaviour.md §4, §7.1). Pure.
 
 use std::collections::BTreeMap;
 

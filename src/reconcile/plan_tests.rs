@@ -1,4 +1,4 @@
-//! Scenario tests of the decision core: one table case per rule of contract §6–§7, the
+//! Scenario tests of the decision core: one table case per rule of docs/behaviour.md §6–§7, the
 //! success/failure matrix, and the fixed-point property over every case.
 
 use std::collections::BTreeMap;
@@ -86,7 +86,7 @@ fn case(
 
 /// The owned service of every owned pod (a running job has both).
 fn services_for(job: &TFJob, pods: &[Pod]) -> Vec<Service> {
-    let children = replicas::observe(
+    let children = replicas::sort_children(
         job,
         &Observed {
             pods: pods.to_vec(),
@@ -715,7 +715,7 @@ fn running_cases() -> Vec<Case> {
     let workers = fresh(&[(Ps, 1, Never), (Worker, 2, Never)]);
     let running_msg = format!("TFJob {NS}/j is running.");
     let all_children = |j: &TFJob, pods: Vec<Pod>| {
-        let c = replicas::observe(
+        let c = replicas::sort_children(
             j,
             &Observed {
                 pods: pods.clone(),
@@ -831,7 +831,7 @@ fn running_job(
 ) -> (TFJob, Vec<Pod>) {
     let j = with_status(job("j", specs), running_status());
     let special = overrides(&j);
-    let taken = replicas::observe(
+    let taken = replicas::sort_children(
         &j,
         &Observed {
             pods: special.clone(),
@@ -1149,7 +1149,7 @@ fn exit_code_matrix() -> Vec<Case> {
     cases
 }
 
-/// Kubelet restarts (OnFailure/Always) counted in `restarts` per pod uid (contract §6.4).
+/// Kubelet restarts (OnFailure/Always) counted in `restarts` per pod uid (docs/behaviour.md §6.4).
 fn kubelet_restart_cases() -> Vec<Case> {
     let specs = [(Worker, 2, OnFailure)];
     let w0 = "uid-j-worker-0";

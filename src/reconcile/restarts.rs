@@ -1,4 +1,4 @@
-//! Failed and vanished pods (contract §6.2, §6.4): exit-code classes, which failures are
+//! Failed and vanished pods (docs/behaviour.md §6.2, §6.4): exit-code classes, which failures are
 //! permanent, which replicas are restarted, the operator's share of the durable restart
 //! counts (kubelet restarts are counted in `counts`) and the backoff limit. Pure.
 

@@ -210,8 +210,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn child(name: &str, job: &str, phase: &str) -> Pod {
-        let mut pod = Pod::default();
-        pod.metadata = ObjectMeta {
+        let metadata = ObjectMeta {
             name: Some(name.into()),
             namespace: Some("ns".into()),
             owner_references: Some(vec![OwnerReference {
@@ -224,11 +223,14 @@ mod tests {
             }]),
             ..ObjectMeta::default()
         };
-        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
-            phase: Some(phase.into()),
-            ..Default::default()
-        });
-        pod
+        Pod {
+            metadata,
+            status: Some(k8s_openapi::api::core::v1::PodStatus {
+                phase: Some(phase.into()),
+                ..Default::default()
+            }),
+            ..Pod::default()
+        }
     }
 
     /// The failure mode of kube-runtime's shared-store subscriptions: a pod's update is
