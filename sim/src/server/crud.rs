@@ -138,7 +138,11 @@ fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
         && items.len() > l
     {
         list_meta["continue"] = json!(continue_token(&items[l - 1]));
-        list_meta["remainingItemCount"] = json!(items.len() - l);
+        // The storage only counts what is left when no selector filters it (etcd3 `GetList`:
+        // a count including objects the selector rejects would be wrong, so it gives none).
+        if filter.selects_all() {
+            list_meta["remainingItemCount"] = json!(items.len() - l);
+        }
     }
     if wants_table(req.headers) {
         return Ok(respond::json(200, &table(req, t, &page, list_meta)));
