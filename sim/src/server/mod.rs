@@ -2,6 +2,7 @@
 //! faults requests, routes them to discovery, CRUD and watch handlers (network I/O).
 mod crud;
 pub mod discovery;
+pub mod field_validation;
 mod patching;
 pub mod respond;
 pub mod route;
