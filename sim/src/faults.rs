@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::rng::Rng;
 use crate::store::ApiError;
 
 /// One fault: requests matching `verb` and `resource` (None = any) fail with `code` (0 = no
-/// error, latency only) with probability `rate`, after `latency`.
+/// error, latency only) with probability `rate`, after `latency`. With `after_write` the request
+/// is carried out first (stored, watch events sent) and only its answer is replaced by the error.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultRule {
     /// "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection".
@@ -21,6 +23,8 @@ pub struct FaultRule {
     pub latency: Duration,
     /// Retry-After seconds for 429.
     pub retry_after_seconds: u32,
+    /// Apply the request, then answer `code` (a server that timed out after committing).
+    pub after_write: bool,
 }
 
 impl FaultRule {
@@ -33,6 +37,22 @@ impl FaultRule {
             rate,
             latency: Duration::ZERO,
             retry_after_seconds: 1,
+            after_write: false,
+        }
+    }
+    /// `code` on a fraction `rate` of matching requests, answered after the request took effect:
+    /// the write is stored and its watch events sent, but the client sees the error (as when
+    /// an API server times out after etcd committed). Requests that fail on their own keep their
+    /// own answer.
+    pub fn error_after_write(
+        verb: Option<&str>,
+        resource: Option<&str>,
+        code: u16,
+        rate: f64,
+    ) -> Self {
+        Self {
+            after_write: true,
+            ..Self::error(verb, resource, code, rate)
         }
     }
     /// Added latency on every matching request.
@@ -60,7 +80,8 @@ pub struct RequestKey {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RequestCounts(pub BTreeMap<RequestKey, u64>);
 
-const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+/// The verbs that count as writes.
+pub const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
 impl RequestCounts {
     /// Requests with this verb and resource (None = any), over all user agents.
@@ -106,14 +127,17 @@ impl RequestCounts {
 #[derive(Debug, Default)]
 pub struct Decision {
     pub latency: Duration,
+    /// Fail the request before it is routed (no side effect).
     pub error: Option<ApiError>,
+    /// Carry the request out, then answer this error if it succeeded.
+    pub error_after: Option<ApiError>,
 }
 
 /// Rules, counters and a deterministic random source.
 pub struct Faults {
     rules: Mutex<Vec<FaultRule>>,
     counts: Mutex<BTreeMap<RequestKey, u64>>,
-    rng: Mutex<u64>,
+    rng: Rng,
 }
 
 impl Faults {
@@ -121,7 +145,7 @@ impl Faults {
         Self {
             rules: Mutex::new(Vec::new()),
             counts: Mutex::new(BTreeMap::new()),
-            rng: Mutex::new(seed | 1),
+            rng: Rng::new(seed),
         }
     }
     pub fn add_rule(&self, rule: FaultRule) {
@@ -154,14 +178,6 @@ impl Faults {
                 .clone(),
         )
     }
-    /// xorshift64*: reproducible runs for a given seed.
-    fn next_unit(&self) -> f64 {
-        let mut s = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
     pub fn decide(&self, verb: &str, resource: &str) -> Decision {
         let rules: Vec<FaultRule> = self
             .rules
@@ -174,10 +190,18 @@ impl Faults {
         let mut d = Decision::default();
         for r in rules {
             d.latency += r.latency;
-            if r.code == 0 || d.error.is_some() || self.next_unit() >= r.rate {
+            let slot = if r.after_write {
+                &mut d.error_after
+            } else {
+                &mut d.error
+            };
+            if r.code == 0 || slot.is_some() || self.rng.unit() >= r.rate {
                 continue;
             }
-            d.error = Some(injected_error(&r));
+            *slot = Some(injected_error(&r));
+        }
+        if d.error.is_some() {
+            d.error_after = None;
         }
         d
     }
@@ -230,6 +254,40 @@ mod tests {
         let e = f.decide("list", "tfjobs").error;
         assert_eq!(e.as_ref().map(|e| e.code), Some(429));
         assert_eq!(e.and_then(|e| e.retry_after), Some(1));
+    }
+
+    #[test]
+    fn error_after_write_is_decided_apart_from_errors_before_routing() {
+        // (rules, want error before routing, want error after the request)
+        let cases = [
+            (
+                vec![FaultRule::error_after_write(Some("create"), None, 500, 1.0)],
+                None,
+                Some(500),
+            ),
+            (
+                vec![
+                    FaultRule::error_after_write(Some("create"), None, 500, 1.0),
+                    FaultRule::error(Some("create"), None, 429, 1.0),
+                ],
+                Some(429),
+                None,
+            ),
+            (
+                vec![FaultRule::error_after_write(Some("delete"), None, 500, 1.0)],
+                None,
+                None,
+            ),
+        ];
+        for (rules, before, after) in cases {
+            let f = Faults::new(7);
+            for r in rules.clone() {
+                f.add_rule(r);
+            }
+            let d = f.decide("create", "pods");
+            assert_eq!(d.error.map(|e| e.code), before, "{rules:?}");
+            assert_eq!(d.error_after.map(|e| e.code), after, "{rules:?}");
+        }
     }
 
     #[test]

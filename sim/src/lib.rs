@@ -4,17 +4,20 @@
 #![forbid(unsafe_code)]
 
 pub mod faults;
+pub mod freeze;
 pub mod gc;
 pub mod jsonpath;
 pub mod kubeconfig;
 pub mod kubelet;
 pub mod kubelet_loop;
 pub mod patch;
+pub mod rng;
 pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
 pub mod table;
+pub mod watch_delay;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -28,6 +31,7 @@ use faults::Faults;
 pub use faults::{FaultRule, RequestCounts, RequestKey};
 use kubelet_loop::{Control, LoopOptions};
 use store::{Store, StoreOptions, WriteOptions};
+use watch_delay::WatchDelays;
 
 /// How to start the simulator.
 #[derive(Clone, Debug)]
@@ -44,8 +48,12 @@ pub struct Options {
     pub fast_deletion: bool,
     /// Run the pod simulator loop (scheduler + kubelet).
     pub kubelet: bool,
-    /// Seed of the fault-injection random source.
+    /// Seed of the fault-injection and watch-delay random sources.
     pub seed: u64,
+    /// Container restart back-off (CrashLoopBackOff): (initial, max). The first restart is
+    /// immediate, later ones wait `initial` doubling up to `max`; default the real kubelet's
+    /// (10 s, 300 s).
+    pub crash_loop_backoff: (Duration, Duration),
 }
 
 impl Default for Options {
@@ -58,6 +66,10 @@ impl Default for Options {
             fast_deletion: true,
             kubelet: true,
             seed: 0x5EED,
+            crash_loop_backoff: (
+                kubelet::backoff::DEFAULT_INITIAL,
+                kubelet::backoff::DEFAULT_MAX,
+            ),
         }
     }
 }
@@ -128,6 +140,8 @@ impl Sim {
         let state = Arc::new(server::State {
             store: store.clone(),
             faults: faults.clone(),
+            watch_delays: Arc::new(WatchDelays::new(opts.seed)),
+            freeze: Arc::new(freeze::Freeze::default()),
             addr,
             bookmark_interval: opts.bookmark_interval,
             watch_epoch: epoch,
@@ -140,6 +154,7 @@ impl Sim {
             let lo = LoopOptions {
                 nodes: nodes.clone(),
                 fast_deletion: opts.fast_deletion,
+                crash_loop_backoff: opts.crash_loop_backoff,
             };
             tokio::spawn(kubelet_loop::run(store.clone(), control.clone(), lo, rx));
         }
@@ -184,6 +199,37 @@ impl SimHandle {
     }
     pub fn clear_faults(&self) {
         self.faults.clear_rules();
+    }
+    /// Delay delivery of watch events of `resource` (a plural such as "pods"; None = every
+    /// resource) by a uniform random latency in [min, max] (seeded by `Options::seed`). Each
+    /// stream keeps its order; streams of different kinds drift apart. Applies to live events
+    /// from now on; replays and initial lists are not delayed.
+    pub fn set_watch_delay(&self, resource: Option<&str>, min: Duration, max: Duration) {
+        self.state.watch_delays.set(resource, min, max);
+    }
+    /// Deliver watch events without delay again (events already in flight still arrive).
+    pub fn clear_watch_delays(&self) {
+        self.state.watch_delays.clear();
+    }
+    /// Simulate the client process being killed right after its `n`-th write from now: once
+    /// the server has carried out `n` more writes (create, update, patch, delete,
+    /// deletecollection answered 2xx) from clients whose User-Agent contains `user_agent`, every
+    /// later request of such a client hangs, never carried out, and their watches deliver
+    /// nothing, until [`SimHandle::unfreeze`] (which closes those connections unanswered). While
+    /// armed, that client's writes run one at a time, so exactly `n` take effect. `n = 0`
+    /// freezes at once.
+    pub fn freeze_after_writes(&self, user_agent: &str, n: u64) {
+        self.state.freeze.arm(user_agent, n);
+    }
+    /// Lift the freeze (and disarm): held requests get their connections closed unanswered
+    /// (nothing they asked for is done), frozen watch streams end; later requests are served.
+    pub fn unfreeze(&self) {
+        self.state.freeze.unfreeze();
+    }
+    /// Writes the server carried out (answered 2xx; an `error_after_write` fault still counts)
+    /// for clients whose User-Agent contains `user_agent`, since the start.
+    pub fn writes_by(&self, user_agent: &str) -> u64 {
+        self.state.freeze.writes_by(user_agent)
     }
     /// End every open watch connection (clients re-watch from their last resourceVersion).
     pub fn drop_watches(&self) {

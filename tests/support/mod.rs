@@ -50,9 +50,14 @@ impl TestCluster {
                 None,
             )
         } else {
-            let sim = Sim::start(Options::default())
-                .await
-                .expect("starting the simulator");
+            // A short container restart back-off (the real kubelet's is 10 s doubling to 300 s)
+            // keeps the restart tests fast.
+            let sim = Sim::start(Options {
+                crash_loop_backoff: (Duration::from_millis(100), Duration::from_millis(100)),
+                ..Options::default()
+            })
+            .await
+            .expect("starting the simulator");
             let config = kube::Config::new(sim.url().parse().expect("simulator URL"));
             (
                 Client::try_from(config).expect("client for the simulator"),

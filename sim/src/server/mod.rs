@@ -2,13 +2,13 @@
 //! faults requests, routes them to discovery, CRUD and watch handlers (network I/O).
 mod crud;
 pub mod discovery;
+pub mod field_validation;
 mod patching;
 pub mod respond;
 pub mod route;
 mod target;
 mod watch;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +29,10 @@ use route::{Query, Route};
 pub struct State {
     pub store: Arc<Store>,
     pub faults: Arc<Faults>,
+    /// Latency of watch event delivery, by resource.
+    pub watch_delays: Arc<crate::watch_delay::WatchDelays>,
+    /// Clients frozen after their N-th write.
+    pub freeze: Arc<crate::freeze::Freeze>,
     pub addr: SocketAddr,
     pub bookmark_interval: Duration,
     /// Bumped to end every open watch (dropped connections, restarts).
@@ -85,7 +89,12 @@ fn classify(method: &Method, route: &Route, q: &Query) -> (&'static str, String)
     (verb, resource)
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+/// A request of a frozen client: the connection is closed without an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("request of a frozen client, dropped unanswered")]
+struct Unanswered;
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Unanswered> {
     let (parts, body) = req.into_parts();
     // Always drain the body first: a leftover body would corrupt the next keep-alive request.
     let body: Bytes = match body.collect().await {
@@ -104,6 +113,21 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let (verb, resource) = classify(&parts.method, &route, &query);
+    let is_write = crate::faults::WRITE_VERBS.contains(&verb);
+    // An armed client's writes take turns, so the freeze falls exactly after its N-th.
+    let turn = if is_write {
+        state.freeze.turn(ua).await
+    } else {
+        None
+    };
+    if state.freeze.is_frozen(ua) {
+        // A frozen client's request is never carried out nor answered: it waits, and when the
+        // test unfreezes, its connection is closed (a killed process's request must not land
+        // later; a resumed client sees a broken connection and retries).
+        drop(turn);
+        state.freeze.wait_thawed(ua).await;
+        return Err(Unanswered);
+    }
     state.faults.record(verb, &resource, ua);
     let decision = state.faults.decide(verb, &resource);
     if !decision.latency.is_zero() {
@@ -119,7 +143,16 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         query: &query,
         body,
     };
-    Ok(dispatch(&req, route).await)
+    let response = dispatch(&req, route).await;
+    if is_write && response.status().is_success() {
+        state.freeze.record_write(ua);
+    }
+    drop(turn);
+    match decision.error_after {
+        // The request took effect (stored, watch events sent); only the answer is lost.
+        Some(e) if response.status().is_success() => Ok(respond::error(&e)),
+        _ => Ok(response),
+    }
 }
 
 async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
@@ -143,13 +176,23 @@ async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
             discovery::resource_list(&reg(), &group, &version)
                 .map_or_else(not_found, |v| respond::json(200, &v))
         }
-        // An empty protobuf message is a valid, empty OpenAPI v2 document: kubectl finds no
-        // schema there and relies on server-side field validation (see openapi v3).
-        Route::OpenApiV2 => respond::bytes(
-            200,
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
-            Bytes::new(),
-        ),
+        // An empty document: kubectl finds no schema there and relies on server-side field
+        // validation (see openapi v3).
+        Route::OpenApiV2 => {
+            let accept = req
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            match discovery::openapi_v2(accept) {
+                Some((content_type, body)) => respond::bytes(200, content_type, Bytes::from(body)),
+                None => respond::error(&ApiError::new(
+                    406,
+                    "NotAcceptable",
+                    "the server cannot return the OpenAPI v2 document in the requested media type",
+                )),
+            }
+        }
         Route::OpenApiV3Root => respond::json(
             200,
             &discovery::openapi_v3_root(&reg(), req.state.store.resource_version()),

@@ -1,6 +1,8 @@
 //! Watch streams: replay from a resourceVersion (or the current state), live events filtered by
 //! namespace and selectors (with ADDED/DELETED when an object enters or leaves the selection),
-//! bookmarks, initial-events-end, timeouts, 410 as an ERROR event (network I/O via a task).
+//! bookmarks, initial-events-end, timeouts, 410 as an ERROR event, delayed delivery (network
+//! I/O via a task).
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,7 +14,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::respond::{self, Body};
 use super::target::{Filter, Req, Target, wants_table};
+use crate::freeze::Freeze;
 use crate::store::{ApiError, EventType, WatchEvent};
+use crate::watch_delay::Pending;
 
 struct Watcher {
     target: Target,
@@ -21,6 +25,10 @@ struct Watcher {
     tx: mpsc::Sender<Bytes>,
     /// Highest resourceVersion this watcher has seen (for bookmarks).
     progress: u64,
+    /// The client's user agent and the freeze that may hold its deliveries.
+    user_agent: String,
+    freeze: Arc<Freeze>,
+    epoch: tokio::sync::watch::Receiver<u64>,
 }
 
 impl Watcher {
@@ -48,6 +56,16 @@ impl Watcher {
         }
     }
     async fn send(&mut self, kind: &str, object: Value) -> bool {
+        // A frozen client receives nothing more; its stream ends when it is unfrozen (or
+        // watches are dropped), and the client re-watches from the last event it got.
+        if self.freeze.is_frozen(&self.user_agent) {
+            let mut epoch = self.epoch.clone();
+            tokio::select! {
+                _ = self.freeze.wait_thawed(&self.user_agent) => {}
+                _ = epoch.changed() => {}
+            }
+            return false;
+        }
         let mut line =
             serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
         line.push(b'\n');
@@ -113,16 +131,27 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     };
     let table =
         wants_table(req.headers).then(|| q.get("includeObject").unwrap_or("Metadata").to_string());
+    let mut epoch = req.state.watch_epoch.subscribe();
+    let user_agent = req
+        .headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let mut w = Watcher {
         target,
         filter,
         table,
         tx,
         progress: 0,
+        user_agent,
+        freeze: req.state.freeze.clone(),
+        epoch: epoch.clone(),
     };
     let sub = req.state.store.watch(&t.st.storage, from);
-    let mut epoch = req.state.watch_epoch.subscribe();
     let interval = req.state.bookmark_interval;
+    let delays = req.state.watch_delays.clone();
+    let plural = t.rt.plural.clone();
     tokio::spawn(async move {
         let mut sub = match sub {
             Ok(s) => s,
@@ -152,13 +181,33 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         let deadline = timeout.map(|d| tokio::time::Instant::now() + d);
         let mut tick = tokio::time::interval(interval);
         tick.tick().await;
+        // Events in flight. Every store event goes through it while it is not empty, other
+        // kinds' too: they carry no payload here but advance the bookmark progress, which must
+        // never pass an event not yet delivered.
+        let mut pending: Pending<Arc<WatchEvent>> = Pending::default();
         loop {
             tokio::select! {
                 ev = sub.rx.recv() => match ev {
-                    Ok(ev) => if !w.event(&ev).await { return },
+                    Ok(ev) => {
+                        let delay = if ev.resource == w.target.st.storage {
+                            delays.draw(&plural)
+                        } else {
+                            Duration::ZERO
+                        };
+                        if delay.is_zero() && pending.is_empty() {
+                            if !w.event(&ev).await { return }
+                        } else {
+                            pending.push(ev, tokio::time::Instant::now() + delay);
+                        }
+                    }
                     // Too slow or the store is gone: end the stream, the client re-watches.
                     Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
                 },
+                _ = sleep_until(pending.next_ready()) => {
+                    while let Some(ev) = pending.pop_ready(tokio::time::Instant::now()) {
+                        if !w.event(&ev).await { return }
+                    }
+                }
                 _ = tick.tick(), if bookmarks => if !w.bookmark(false).await { return },
                 _ = sleep_until(deadline) => return,
                 _ = epoch.changed() => return,

@@ -120,6 +120,10 @@ impl Inner {
         }
     }
 
+    /// DELETE as the generic registry does it (`Store.Delete`, `rest.BeforeDelete`): pods are
+    /// always deleted gracefully, so even a zero grace period is an update that sets
+    /// `deletionTimestamp` (MODIFIED) followed by the removal (DELETED); other kinds without
+    /// finalizers go in one DELETED.
     fn delete(
         &mut self,
         tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
@@ -132,38 +136,20 @@ impl Inner {
             self.orphan_dependents(tx, meta::uid(&cur));
         }
         let is_pod = rt.group.is_empty() && rt.plural == "pods";
+        if meta::is_deleting(&cur) {
+            return self.delete_again(tx, rt, cur, opts, is_pod);
+        }
         let grace = if is_pod {
             kinds::pod_grace_seconds(&cur, opts.grace_seconds)
         } else {
             0
         };
-        if meta::is_deleting(&cur) {
-            // A repeated delete may only shorten a pod's grace period (force deletion).
-            let held = cur["metadata"]["deletionGracePeriodSeconds"]
-                .as_i64()
-                .unwrap_or(0);
-            if grace < held {
-                let mut new = (*cur).clone();
-                new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
-                if grace == 0 && meta::finalizers(&new).is_empty() {
-                    return Deleted::Gone(self.remove(tx, rt, new, Some(cur)));
-                }
-                return Deleted::Pending(self.commit(
-                    tx,
-                    &rt.storage.clone(),
-                    EventType::Modified,
-                    new,
-                    Some(cur),
-                ));
-            }
-            return Deleted::Pending(cur);
-        }
         let mut fins = meta::finalizers(&cur);
         if policy == "Foreground" && !fins.iter().any(|f| f == FOREGROUND) {
             fins.push(FOREGROUND.into());
         }
         let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
-        if fins.is_empty() && grace == 0 && !is_namespace {
+        if !is_pod && fins.is_empty() && !is_namespace {
             return Deleted::Gone(self.remove(tx, rt, (*cur).clone(), Some(cur)));
         }
         let mut new = (*cur).clone();
@@ -179,7 +165,57 @@ impl Inner {
         if is_namespace {
             new["status"]["phase"] = json!("Terminating");
         }
-        Deleted::Pending(self.commit(tx, &rt.storage.clone(), EventType::Modified, new, Some(cur)))
+        let marked = self.commit(tx, &rt.storage.clone(), EventType::Modified, new, Some(cur));
+        if is_pod && grace == 0 && fins.is_empty() {
+            // The registry's second step: the grace period is exhausted, remove it for good.
+            return Deleted::Gone(self.remove(tx, rt, (*marked).clone(), Some(marked)));
+        }
+        Deleted::Pending(marked)
+    }
+
+    /// DELETE of an object whose deletion already started (`rest.BeforeDelete`): a pod's grace
+    /// period may only be shortened, by a period given in the request (the kubelet's final
+    /// delete sends 0: MODIFIED with the new period, then DELETED); an object whose period is
+    /// already 0 and that no finalizer holds is removed; anything else is left as it is.
+    fn delete_again(
+        &mut self,
+        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        rt: &ResourceType,
+        cur: Arc<Value>,
+        opts: &DeleteOptions,
+        is_pod: bool,
+    ) -> Deleted {
+        let held = cur["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0);
+        let no_finalizers = meta::finalizers(&cur).is_empty();
+        let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
+        if held <= 0 || !is_pod {
+            if no_finalizers && !is_namespace {
+                return Deleted::Gone(self.remove(tx, rt, (*cur).clone(), Some(cur)));
+            }
+            return Deleted::Pending(cur);
+        }
+        // Negative periods count as 1s on the delete path.
+        let Some(grace) = opts.grace_seconds.map(|g| if g < 0 { 1 } else { g }) else {
+            return Deleted::Pending(cur);
+        };
+        if grace >= held {
+            return Deleted::Pending(cur);
+        }
+        let mut new = (*cur).clone();
+        let deadline = cur["metadata"]["deletionTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .unwrap_or_else(jiff::Timestamp::now);
+        let moved = deadline - jiff::SignedDuration::from_secs(held - grace);
+        new["metadata"]["deletionTimestamp"] = json!(meta::format_time(moved));
+        new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
+        let marked = self.commit(tx, &rt.storage.clone(), EventType::Modified, new, Some(cur));
+        if grace == 0 && no_finalizers {
+            return Deleted::Gone(self.remove(tx, rt, (*marked).clone(), Some(marked)));
+        }
+        Deleted::Pending(marked)
     }
 }
 

@@ -51,8 +51,9 @@ fn assign_cluster_ip(inner: &mut Inner, svc: &mut Value) {
     }
 }
 
-/// The grace period a pod deletion gets: the request's, else the pod's, else 30s; 0 for pods
-/// that never ran on a node or already finished (the real server deletes those at once).
+/// The grace period a pod deletion gets (`podStrategy.CheckGracefulDelete`): the request's,
+/// else the pod's, else 30s (the defaulted `terminationGracePeriodSeconds`); 0 for pods that
+/// never ran on a node or already finished; a negative period counts as 1s.
 pub(super) fn pod_grace_seconds(pod: &Value, requested: Option<i64>) -> i64 {
     let phase = pod["status"]["phase"].as_str().unwrap_or("");
     if pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty()
@@ -62,8 +63,8 @@ pub(super) fn pod_grace_seconds(pod: &Value, requested: Option<i64>) -> i64 {
     }
     requested
         .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .map(|g| if g < 0 { 1 } else { g })
         .unwrap_or(30)
-        .max(0)
 }
 
 #[cfg(test)]
@@ -79,6 +80,7 @@ mod tests {
             (&running, None, 5),
             (&running, Some(0), 0),
             (&running, Some(7), 7),
+            (&running, Some(-3), 1),
             (&unscheduled, Some(7), 0),
             (&done, None, 0),
             (

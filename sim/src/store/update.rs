@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::write::{Sub, WriteOptions, admit, version_of};
-use super::{ApiError, EventType, Inner, ResourceType, crd, meta};
+use super::{ApiError, EventType, Inner, ResourceType, builtin, crd, meta};
 
 impl Inner {
     fn merge_update(
@@ -102,6 +102,9 @@ impl Inner {
             let g = cur["metadata"]["generation"].as_i64().unwrap_or(0);
             out["metadata"]["generation"] = json!(g + 1);
         }
+        if !opts.internal {
+            builtin::validate(rt, &out, Some(&cur), opts.sub)?;
+        }
         admit(rt, &version, &mut out, Some(&cur))?;
         let new_type = crd::on_write(&mut out, rt)?;
         if meta::same_content(&cur, &out) || opts.dry_run {
@@ -111,7 +114,12 @@ impl Inner {
             .as_i64()
             .unwrap_or(0);
         if meta::is_deleting(&out) && meta::finalizers(&out).is_empty() && grace == 0 {
-            return Ok(self.remove(tx, rt, out, Some(cur)));
+            // `ShouldDeleteDuringUpdate`: the update is not stored; the object is deleted and
+            // watchers get its last stored state (finalizers included, as etcd's previous
+            // value), while the client gets the object it sent.
+            let removed = self.remove(tx, rt, (*cur).clone(), Some(cur));
+            out["metadata"]["resourceVersion"] = removed["metadata"]["resourceVersion"].clone();
+            return Ok(Arc::new(out));
         }
         if let Some(t) = new_type {
             self.registry.insert(t);
