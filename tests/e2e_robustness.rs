@@ -172,14 +172,7 @@ async fn a_pod_whose_create_failed_is_not_counted_as_restarted() {
 #[tokio::test]
 async fn a_pod_stuck_pulling_its_image_is_reported_once() {
     let c = TestCluster::start("stuck").await;
-    if !c.simulated() {
-        return eprintln!("skipped: scripts a pod that never starts (simulator only)");
-    }
-    c.sim().script_pod(
-        &c.namespace,
-        "stuck-worker-0",
-        [("never-start", "ImagePullBackOff")],
-    );
+    c.script_pod("stuck-worker-0", &[("never-start", "ImagePullBackOff")]);
     c.create(job("stuck", &[("Worker", 1, "Never")])).await;
     let warned = |events: &[(String, String)]| {
         events

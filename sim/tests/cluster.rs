@@ -93,6 +93,50 @@ async fn pods_are_scheduled_run_and_end_as_scripted() {
     );
 }
 
+/// A held pod is bound but not started; one patch that sets its script and drops the hold
+/// starts it (the harness's per-pod scripts, the same on the real tier's kwok).
+#[tokio::test]
+async fn a_held_pod_starts_only_when_released_with_its_script() {
+    let (_sim, client) = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let held = pod("held", json!({"sim.tfjob.dev/hold": ""}));
+    pods.create(&PostParams::default(), &held)
+        .await
+        .expect("create");
+    let bound = eventually(10, "held pod bound", || async {
+        let p = pods.get("held").await.ok()?;
+        p.spec.as_ref()?.node_name.as_ref()?;
+        Some(p)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let still = pods.get("held").await.expect("get");
+    assert_eq!(still.status, bound.status, "a held pod gets no status");
+    assert!(
+        still.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running"),
+        "{:?}",
+        still.status
+    );
+    let release = json!({"metadata": {"annotations": {
+        "sim.tfjob.dev/hold": null,
+        "sim.tfjob.dev/run-seconds": "0.1",
+        "sim.tfjob.dev/exit-code": "3"
+    }}});
+    pods.patch("held", &PatchParams::default(), &Patch::Merge(release))
+        .await
+        .expect("release");
+    let failed = phase_of(&pods, "held", "Failed").await;
+    let code = failed.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .as_ref()
+        .unwrap()
+        .terminated
+        .as_ref()
+        .unwrap()
+        .exit_code;
+    assert_eq!(code, 3, "the script attached on release was run");
+}
+
 #[tokio::test]
 async fn deleting_a_running_pod_is_graceful_then_fast() {
     let (_sim, client) = start().await;

@@ -286,6 +286,9 @@ impl Loop {
                 return None;
             }
         };
+        if script.hold {
+            return None; // released by a write that removes the hold, whose event brings it back
+        }
         let ip = match pod["status"]["podIP"].as_str() {
             Some(ip) => ip.to_string(),
             None => {
