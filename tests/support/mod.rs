@@ -44,6 +44,8 @@ pub struct TestCluster {
     scripts: script::Scripts,
     scripter: JoinHandle<()>,
     operator: Option<Operator>,
+    /// Where the request history stood when the test began.
+    start: Mark,
 }
 
 /// An operator a test started.
@@ -175,7 +177,9 @@ impl TestCluster {
             scripts: scripts.clone(),
             scripter: tokio::spawn(async {}),
             operator: None,
+            start: Mark::Unavailable,
         };
+        c.start = c.mark();
         let pods = Api::namespaced(c.client_as(TEST_AGENT).await, &c.namespace);
         c.scripter = script::spawn_scripter(pods, scripts);
         c
@@ -212,6 +216,29 @@ impl TestCluster {
         if let Some(operator) = self.operator.take() {
             operator.kill();
         }
+    }
+
+    /// Where this test's operators hold their leader Lease: the test's namespace on the
+    /// simulator; on the real tier the operator's own namespace, the only one its Role lets it
+    /// write Leases in (one Lease name per test).
+    pub fn lease(&self) -> (String, String) {
+        let name = format!("{}-leader", self.namespace);
+        match &self.real {
+            Some(real) => (real.operator_namespace.clone(), name),
+            None => (self.namespace.clone(), name),
+        }
+    }
+
+    /// `run` flags for leader election on [`Self::lease`].
+    pub fn leader_flags(&self) -> Vec<String> {
+        let (namespace, name) = self.lease();
+        vec![
+            "--leader-elect".into(),
+            "--leader-election-namespace".into(),
+            namespace,
+            "--leader-election-id".into(),
+            name,
+        ]
     }
 
     /// The outcome of pod `name` (e.g. `[("exit-code", "1")]`), for every pod of that name.
@@ -397,17 +424,48 @@ impl Requests {
 }
 
 impl Drop for TestCluster {
+    /// Stops what the test started. On the real tier, a test that passed still fails if the
+    /// operator was refused anything for lack of rights (least privilege, really checked).
     fn drop(&mut self) {
         self.scripter.abort();
-        let Some(operator) = self.operator.take() else {
-            return;
-        };
-        if let Operator::Process(p) = &operator
+        let operator = self.operator.take();
+        if let Some(Operator::Process(p)) = &operator
             && std::thread::panicking()
         {
             eprintln!("operator log ({}):\n{}", p.log.display(), p.log_tail(60));
         }
-        operator.kill();
+        if let Some(operator) = operator {
+            operator.kill();
+        }
+        let (Mark::Audit(offset), Some(log)) = (
+            &self.start,
+            self.real.as_ref().and_then(|r| r.audit_log.as_ref()),
+        ) else {
+            return;
+        };
+        let denied: Vec<String> = real::audit_entries_since(log, *offset)
+            .into_iter()
+            .filter(|e| e.user_agent.starts_with(OPERATOR_AGENT) && e.is_permission_denied())
+            .filter(|e| e.object_ref.namespace.as_deref() == Some(&self.namespace))
+            .map(|e| {
+                format!(
+                    "{} {}: {:?}",
+                    e.verb,
+                    e.resource(),
+                    e.response_status.message
+                )
+            })
+            .collect();
+        if std::thread::panicking() {
+            if !denied.is_empty() {
+                eprintln!("the operator was refused (403): {denied:#?}");
+            }
+            return;
+        }
+        assert!(
+            denied.is_empty(),
+            "the operator was refused (403): {denied:#?}"
+        );
     }
 }
 

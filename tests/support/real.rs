@@ -12,6 +12,8 @@ use serde::Deserialize;
 /// Where the real tier's pieces are, from the environment `testcluster/test` sets up.
 #[derive(Clone, Debug)]
 pub struct RealTier {
+    /// The admin's kubeconfig (`KUBECONFIG`), as the tests and kubectl use it.
+    pub admin_kubeconfig: PathBuf,
     /// Credentials of the operator's ServiceAccount (`config/rbac`), else the admin's.
     pub operator_kubeconfig: PathBuf,
     /// The API server's audit log (JSON lines), when the cluster writes one.
@@ -34,9 +36,10 @@ impl RealTier {
             .unwrap_or_else(std::env::temp_dir)
             .join("operator-logs");
         Some(Self {
+            admin_kubeconfig: admin.clone(),
             operator_kubeconfig: var("TFJOB_E2E_OPERATOR_KUBECONFIG")
                 .map(PathBuf::from)
-                .unwrap_or(admin),
+                .unwrap_or_else(|| admin.clone()),
             audit_log: var("TESTCLUSTER_AUDIT_LOG").map(PathBuf::from),
             kubectl: var("TESTCLUSTER_KUBECTL")
                 .map(PathBuf::from)
@@ -153,9 +156,20 @@ pub struct ObjectRef {
 pub struct ResponseStatus {
     #[serde(default)]
     pub code: u16,
+    /// The error's message, for failed requests.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 impl AuditEntry {
+    /// A 403 that means missing rights (RBAC, or admission such as
+    /// OwnerReferencesPermissionEnforcement): not one for a namespace being deleted, which
+    /// refuses every create whoever asks.
+    pub fn is_permission_denied(&self) -> bool {
+        let message = self.response_status.message.as_deref().unwrap_or_default();
+        self.response_status.code == 403 && !message.contains("because it is being terminated")
+    }
+
     /// `pods`, `tfjobs/status`, ...
     pub fn resource(&self) -> String {
         match &self.object_ref.subresource {
