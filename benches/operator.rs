@@ -116,7 +116,7 @@ fn print_creation(c: &creation::Creation) {
     );
     println!(
         "   {:<58} {:>7.1} ms {:>7.1} ms",
-        "minimum with the contract's events: + 1 event per create",
+        "minimum with the events of docs/behaviour.md §9: + 1 event per create",
         ms(ev.0),
         ms(ev.1)
     );

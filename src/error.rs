@@ -15,6 +15,8 @@ pub enum Error {
     DeleteJob { name: String, source: kube::Error },
     #[error("writing status of TFJob {name}: {source}")]
     WriteStatus { name: String, source: kube::Error },
+    #[error("the pod and service caches are not synced yet")]
+    CachesNotSynced,
     #[error("TFJob object has no {0}")]
     MissingMetadata(&'static str),
     #[error("serializing {what}: {source}")]
@@ -34,27 +36,23 @@ impl Error {
             Error::DeleteService { .. } => "delete_service",
             Error::DeleteJob { .. } => "delete_job",
             Error::WriteStatus { .. } => "write_status",
+            Error::CachesNotSynced => "caches_not_synced",
             Error::MissingMetadata(_) => "missing_metadata",
             Error::Serialize { .. } => "serialize",
         }
     }
 
-    /// The API server asked us to slow down (429) or failed (5xx): retry politely.
-    pub fn is_transient(&self) -> bool {
-        let source = match self {
-            Error::CreatePod { source, .. }
-            | Error::CreateService { source, .. }
-            | Error::DeletePod { source, .. }
-            | Error::DeleteService { source, .. }
-            | Error::DeleteJob { source, .. }
-            | Error::WriteStatus { source, .. } => source,
-            _ => return false,
-        };
-        match source {
-            kube::Error::Api(status) => {
-                status.code == 429 || status.code >= 500 || status.code == 409
-            }
-            _ => true,
+    /// Nothing failed for good; the pass only has to wait: the caches are re-listing, or the
+    /// job changed since the pass read it (409 Conflict on the status write: the newer
+    /// version is on its way through the watch).
+    pub fn is_wait(&self) -> bool {
+        match self {
+            Error::CachesNotSynced => true,
+            Error::WriteStatus {
+                source: kube::Error::Api(status),
+                ..
+            } => status.code == 409,
+            _ => false,
         }
     }
 }

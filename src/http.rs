@@ -5,6 +5,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -15,6 +16,10 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
+
+/// Pause after a failed accept, doubling up to the maximum while failures persist.
+const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// What the endpoints report.
 #[derive(Clone, Default)]
@@ -40,9 +45,21 @@ pub async fn serve(
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     tokio::spawn(async move {
+        let mut pause = ACCEPT_PAUSE_MIN;
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => {
+                    pause = ACCEPT_PAUSE_MIN;
+                    stream
+                }
+                // Out of file descriptors (EMFILE) and the like persist until connections
+                // close: retrying at once would spin a core. Wait, longer each time.
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(ACCEPT_PAUSE_MAX);
+                    continue;
+                }
             };
             let probes = probes.clone();
             tokio::spawn(async move {

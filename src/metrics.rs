@@ -1,4 +1,4 @@
-//! Prometheus metrics (contract §9): Kubeflow's job counters plus reconcile counts, errors and
+//! Prometheus metrics (docs/behaviour.md §9): Kubeflow's job counters plus reconcile counts, errors and
 //! durations. Labels are low-cardinality: namespace and framework, never object names.
 
 use std::sync::Arc;
@@ -9,6 +9,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use crate::crd::{ConditionStatus, ConditionType, TFJobStatus};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct JobLabels {
@@ -107,6 +109,29 @@ impl Metrics {
         JobLabels {
             job_namespace: namespace.to_string(),
             framework: "tensorflow",
+        }
+    }
+
+    /// Kubeflow's job counters, bumped when a condition turns True.
+    pub fn count_transitions(&self, namespace: &str, old: Option<&TFJobStatus>, new: &TFJobStatus) {
+        let is_true = |s: Option<&TFJobStatus>, t: ConditionType| {
+            s.is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == t && c.status == ConditionStatus::True)
+            })
+        };
+        let labels = Self::job(namespace);
+        let counters = [
+            (ConditionType::Created, &self.jobs_created),
+            (ConditionType::Succeeded, &self.jobs_successful),
+            (ConditionType::Failed, &self.jobs_failed),
+            (ConditionType::Restarting, &self.jobs_restarted),
+        ];
+        for (t, counter) in counters {
+            if is_true(Some(new), t) && !is_true(old, t) {
+                counter.get_or_create(&labels).inc();
+            }
         }
     }
 

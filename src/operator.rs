@@ -12,8 +12,9 @@ use tokio::sync::watch;
 
 use crate::http::{self, Endpoints, Probes};
 use crate::leader::LeaderElector;
-use crate::reconcile::controller::{Shared, run_scope};
-use crate::reconcile::plan::Settings;
+use crate::reconcile::Shared;
+use crate::reconcile::model::Settings;
+use crate::reconcile::watches::run_scope;
 use crate::settings::{RunArgs, bind_address};
 
 /// Name under which the operator records events and holds the lease.
@@ -84,12 +85,13 @@ pub async fn run_with(
     let settings = Settings {
         cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
     };
-    let shared = Arc::new(Shared::new(
+    let shared = Arc::new(Shared {
         client,
         settings,
         recorder,
-        probes.metrics.clone(),
-    ));
+        metrics: probes.metrics.clone(),
+        memory: Default::default(),
+    });
     let scopes: Vec<Option<String>> = if args.namespaces.is_empty() {
         vec![None]
     } else {

@@ -1,4 +1,4 @@
-//! Settings of `tfjob-operator run` (contract §9): each a flag with an environment fallback.
+//! Settings of `tfjob-operator run` (docs/behaviour.md §9): each a flag with an environment fallback.
 
 use std::net::SocketAddr;
 

@@ -1,5 +1,5 @@
 //! The committed CRD: up to date, structural, small enough for client-side `kubectl apply`,
-//! with the names, columns and CEL rules of contract §1 and §3.
+//! with the names, columns and CEL rules of docs/behaviour.md §1 and §3.
 
 use kube_cel::Validator;
 use serde_json::{Value, json};

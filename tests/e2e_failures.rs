@@ -1,4 +1,4 @@
-//! End to end: failures (contract §3, §6.2, §6.3, §7.4) — a replica failing under
+//! End to end: failures (docs/behaviour.md §3, §6.2, §6.3, §7.4) — a replica failing under
 //! restartPolicy Never, an invalid job beside a valid one, and finished jobs whose pods are
 //! never recreated. The real controller against the simulator (or a real cluster via
 //! KUBECONFIG, where scripted outcomes are skipped).
@@ -46,9 +46,6 @@ const NEVER_CASES: [NeverCase; 4] = [
 #[tokio::test]
 async fn a_replica_of_any_type_failing_under_never_fails_the_job_and_nothing_is_recreated() {
     let c = TestCluster::start("never").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     // Every case runs at once, each its own job in the same namespace.
     let pods = support::Recorder::start(c.pods(), "").await;
     join_all(
@@ -72,8 +69,7 @@ async fn fails_under_never(
     for (other, _, _) in case.replicas {
         annotate(&mut spec, other, "sim.tfjob.dev/run-seconds", "3600");
     }
-    c.sim()
-        .script_pod(ns, &failing, [("run-seconds", "0.3"), ("exit-code", "1")]);
+    c.script_pod(&failing, &[("run-seconds", "0.3"), ("exit-code", "1")]);
     c.create(spec).await;
     let uid = c.until_pod_uid(&failing, None).await;
 

@@ -3,13 +3,10 @@
 
 mod support;
 
-use clap::Parser;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use support::{TestCluster, job, until};
-use tfjob_operator::cli::{Cli, Command};
+use support::{Operator, TestCluster, job, until};
 use tfjob_operator::crd::ConditionType;
-use tfjob_operator::http::Probes;
 
 fn holder(lease: Option<&Lease>) -> Option<String> {
     lease?
@@ -23,37 +20,26 @@ fn holder(lease: Option<&Lease>) -> Option<String> {
 #[tokio::test]
 async fn a_standby_operator_takes_over_when_the_leader_stops() {
     let mut c = TestCluster::without_operator("leader").await;
-    let ns = c.namespace.clone();
-    let flags = ["--leader-elect", "--leader-election-namespace", ns.as_str()];
+    let flags = c.leader_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (lease_namespace, lease) = c.lease();
     c.start_operator_with(&flags);
-    let leases: Api<Lease> = Api::namespaced(c.client.clone(), &c.namespace);
-    let first = until(&leases, "tfjob-operator-leader", "a leader", holder).await;
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), &lease_namespace);
+    let first = until(&leases, &lease, "a leader", holder).await;
 
     // A second operator, started later, stands by.
-    let mut argv = vec!["tfjob-operator", "run", "--namespace", ns.as_str()];
-    argv.extend_from_slice(&flags);
-    let Command::Run(args) = Cli::parse_from(argv).command else {
-        unreachable!()
-    };
-    let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
-    let client = c.client.clone();
-    let standby = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stopped_b.await;
-        };
-        tfjob_operator::operator::run_with(client, *args, Probes::default(), shutdown).await
-    });
+    let standby = Operator::start(&c, &flags);
 
     c.create(job("before", &[("Worker", 1, "Never")])).await;
     c.until_condition("before", ConditionType::Succeeded).await;
     assert_eq!(
-        holder(leases.get("tfjob-operator-leader").await.ok().as_ref()),
+        holder(leases.get(&lease).await.ok().as_ref()),
         Some(first.clone())
     );
 
     // The leader stops and gives the lease up; the standby acquires it and acts.
     c.stop_operator().await;
-    let second = until(&leases, "tfjob-operator-leader", "a new leader", |l| {
+    let second = until(&leases, &lease, "a new leader", |l| {
         holder(l).filter(|h| *h != first)
     })
     .await;
@@ -65,12 +51,7 @@ async fn a_standby_operator_takes_over_when_the_leader_stops() {
         std::slice::from_ref(&second),
         "only the new leader acted"
     );
-
-    let _ = stop_b.send(());
-    standby
-        .await
-        .expect("standby task")
-        .expect("standby operator ran cleanly");
+    assert!(standby.stop().await, "standby operator ran cleanly");
 }
 
 /// The operator instances that recorded events about job `name`.

@@ -1,4 +1,4 @@
-//! End to end: the job's lifecycle (contract §3 managedBy, §6.2 scaling, §6.3 cleanup, §6.5
+//! End to end: the job's lifecycle (docs/behaviour.md §3 managedBy, §6.2 scaling, §6.3 cleanup, §6.5
 //! deadline and TTL, §6.6 suspend/resume) and the operator's quiet once a job has settled,
 //! the real controller against the simulator (or a real cluster via KUBECONFIG).
 
@@ -10,7 +10,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 use support::{
-    TestCluster, annotate, condition, has_condition, job, operator_writes, true_conditions, until,
+    Requests, TestCluster, annotate, condition, has_condition, job, true_conditions, until,
 };
 use tfjob_operator::crd::{ConditionStatus, ConditionType, ReplicaType, TFJob};
 
@@ -25,9 +25,6 @@ fn seconds_between(from: Timestamp, to: Timestamp) -> f64 {
 #[tokio::test]
 async fn active_deadline_fails_the_job_on_time_and_deletes_its_unfinished_pods() {
     let c = TestCluster::start("deadline").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs long-running pod scripts (simulator only)");
-    }
     let mut spec = job("dl", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
     annotate(&mut spec, "PS", RUN, LONG);
     annotate(&mut spec, "Worker", RUN, LONG);
@@ -62,9 +59,6 @@ async fn active_deadline_fails_the_job_on_time_and_deletes_its_unfinished_pods()
 #[tokio::test]
 async fn the_deadline_clock_stops_while_suspended_and_restarts_on_resume() {
     let c = TestCluster::start("deadline-suspended").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs long-running pod scripts (simulator only)");
-    }
     let mut spec = job("ds", &[("Worker", 1, "Never")]);
     annotate(&mut spec, "Worker", RUN, LONG);
     spec["spec"]["runPolicy"] = json!({"activeDeadlineSeconds": 1, "suspend": true});
@@ -162,14 +156,10 @@ async fn ttl_deletes_the_finished_job_and_its_children_follow_by_garbage_collect
 /// the default); after success exactly the pods and services named in `left` remain.
 async fn clean_pod_policy_case(test: &str, policy: Option<&str>, left: &[&str]) {
     let c = TestCluster::start(test).await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs a long-running PS script (simulator only)");
-    }
     let mut spec = job("cp", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
     annotate(&mut spec, "PS", RUN, LONG);
     // Worker 0 decides success: it finishes last, so worker 1 is a finished pod by then.
-    c.sim()
-        .script_pod(&c.namespace, "cp-worker-0", [("run-seconds", "1")]);
+    c.script_pod("cp-worker-0", &[("run-seconds", "1")]);
     if let Some(policy) = policy {
         spec["spec"]["runPolicy"] = json!({"cleanPodPolicy": policy});
     }
@@ -287,9 +277,6 @@ async fn a_job_created_suspended_gets_nothing_until_resumed_then_runs_to_success
 #[tokio::test]
 async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edited_templates() {
     let c = TestCluster::start("suspend-running").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs long-running pod scripts (simulator only)");
-    }
     let mut spec = job("sr", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
     annotate(&mut spec, "PS", RUN, LONG);
     annotate(&mut spec, "Worker", RUN, LONG);
@@ -344,8 +331,7 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
     )
     .await;
     // Worker 0 decides success: it finishes last, so worker 1 is finished (and kept) by then.
-    c.sim()
-        .script_pod(&c.namespace, "sr-worker-0", [("run-seconds", "1")]);
+    c.script_pod("sr-worker-0", &[("run-seconds", "1")]);
     // Nothing comes back while suspended, whatever the operator sees meanwhile.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(c.pod_names("sr").await.is_empty());
@@ -402,22 +388,22 @@ async fn a_job_managed_by_multikueue_is_left_alone_and_unknown_managers_are_refu
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 422, "{s:?}"),
         other => panic!("an unknown managedBy must be refused at admission: {other:?}"),
     }
-    if !c.simulated() {
-        return eprintln!("skipped the rest: needs the simulator's request counters");
+    if !c.counts_requests() {
+        return eprintln!("skipped the rest: needs request counts (simulator or audit log)");
     }
 
     let mut spec = job("mk", &[("Worker", 1, "Never")]);
     spec["spec"]["runPolicy"] = json!({"managedBy": "kueue.x-k8s.io/multikueue"});
     let spec: TFJob = serde_json::from_value(spec).unwrap();
-    let before = c.sim().requests();
+    let before = c.mark();
     c.test_jobs()
         .await
         .create(&Default::default(), &spec)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let during = c.sim().requests().since(&before);
-    assert_eq!(operator_writes(&during), 0, "operator wrote: {during:#?}");
+    let during = c.operator_requests_since(&before);
+    assert_eq!(during.writes(), 0, "operator wrote: {during:#?}");
     // The operator is alive and watching: a job of its own beside it runs.
     c.create(job("own", &[("Worker", 1, "Never")])).await;
     c.until_condition("own", ConditionType::Succeeded).await;
@@ -430,9 +416,6 @@ async fn a_job_managed_by_multikueue_is_left_alone_and_unknown_managers_are_refu
 #[tokio::test]
 async fn scaling_workers_up_and_down_adds_and_removes_children_without_failing() {
     let c = TestCluster::start("scale").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs long-running pod scripts (simulator only)");
-    }
     let mut spec = job("sc", &[("Worker", 2, "Never")]);
     annotate(&mut spec, "Worker", RUN, LONG);
     c.create(spec).await;
@@ -474,10 +457,11 @@ async fn scaling_workers_up_and_down_adds_and_removes_children_without_failing()
 
 /// Create `spec` and wait until its job settled (Succeeded, no pod left running or pending);
 /// returns the operator's writes from creation to then.
-async fn run_until_settled(c: &TestCluster, spec: serde_json::Value) -> tfjob_sim::RequestCounts {
+async fn run_until_settled(c: &TestCluster, mut spec: serde_json::Value) -> Requests {
     let name = spec["metadata"]["name"].as_str().unwrap().to_string();
+    support::script::hold_templates(&mut spec);
     let spec: TFJob = serde_json::from_value(spec).unwrap();
-    let before = c.sim().requests();
+    let before = c.mark();
     c.test_jobs()
         .await
         .create(&Default::default(), &spec)
@@ -502,36 +486,33 @@ async fn run_until_settled(c: &TestCluster, spec: serde_json::Value) -> tfjob_si
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    c.sim().requests().since(&before)
+    // The audit log is written as requests complete: let the last ones land.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    c.operator_requests_since(&before)
 }
 
-/// The operator's writes in `counts`, by verb and resource, and the user agents they came
-/// with (kube-rs sends none of its own: the simulator records an empty one).
-fn write_breakdown(counts: &tfjob_sim::RequestCounts) -> String {
-    let mut out = std::collections::BTreeMap::<String, u64>::new();
-    let mut agents = std::collections::BTreeSet::new();
-    for (k, n) in &counts.0 {
-        let one = tfjob_sim::RequestCounts([(k.clone(), *n)].into_iter().collect());
-        if operator_writes(&one) > 0 {
-            *out.entry(format!("{} {}", k.verb, k.resource)).or_default() += n;
-            agents.insert(k.user_agent.clone());
-        }
-    }
-    format!("{out:?}, user agents {agents:?}")
+/// The operator's writes in `requests`, by verb and resource.
+fn write_breakdown(requests: &Requests) -> String {
+    let writes: Vec<String> = requests
+        .0
+        .iter()
+        .filter(|((verb, _), _)| verb != "get" && verb != "list")
+        .map(|((verb, resource), n)| format!("{verb} {resource}: {n}"))
+        .collect();
+    writes.join(", ")
 }
 
 #[tokio::test]
 async fn a_settled_job_causes_no_further_api_writes() {
     let c = TestCluster::start("quiet").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs the simulator's request counters");
+    if !c.counts_requests() {
+        return eprintln!("skipped: needs request counts (simulator or audit log)");
     }
     let mut small = job("small", &[("PS", 1, "Never"), ("Worker", 1, "Never")]);
     annotate(&mut small, "PS", RUN, LONG);
     let mut big = job("big", &[("Worker", 100, "Never")]);
     // Worker 0 finishes last, so every worker's outcome is counted before success.
-    c.sim()
-        .script_pod(&c.namespace, "big-worker-0", [("run-seconds", "1.5")]);
+    c.script_pod("big-worker-0", &[("run-seconds", "1.5")]);
     big["metadata"]["name"] = json!("big");
     for (spec, label, replicas) in [(small, "1 PS + 1 Worker", 2), (big, "100 Workers", 100)] {
         let writes = run_until_settled(&c, spec).await;
@@ -546,16 +527,16 @@ async fn a_settled_job_causes_no_further_api_writes() {
             );
         }
         eprintln!(
-            "API writes by the operator, creation to settled, {label}: {} {}",
-            operator_writes(&writes),
+            "API writes by the operator, creation to settled, {label}: {} ({})",
+            writes.writes(),
             write_breakdown(&writes)
         );
-        let settled = c.sim().requests();
+        let settled = c.mark();
         // Long enough for the caches to deliver every late event of the cleanup.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let after = c.sim().requests().since(&settled);
+        let after = c.operator_requests_since(&settled);
         assert_eq!(
-            operator_writes(&after),
+            after.writes(),
             0,
             "writes after {label} settled: {}",
             write_breakdown(&after)

@@ -1,4 +1,4 @@
-//! End to end: restarts (contract §6.2, §6.4, §7.2) — kubelet restarts under OnFailure
+//! End to end: restarts (docs/behaviour.md §6.2, §6.4, §7.2) — kubelet restarts under OnFailure
 //! (counted in `restarts`), ExitCode retryable and permanent codes, the backoff limit, pods
 //! deleted from outside, and an operator restarted mid-job. Every test scripts pod
 //! outcomes, so they run on the simulator only.
@@ -66,15 +66,8 @@ fn tensorflow_restart_count(pod: &Pod) -> Option<i32> {
 #[tokio::test]
 async fn on_failure_the_kubelet_restarts_the_container_in_place_and_the_job_succeeds() {
     let c = TestCluster::start("onfailure").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let (jobs, pods) = (record_jobs(&c).await, record_pods(&c, "flaky").await);
-    c.sim().script_pod(
-        &c.namespace,
-        "flaky-worker-0",
-        [("fail-times", "2"), ("exit-code", "1")],
-    );
+    c.script_pod("flaky-worker-0", &[("fail-times", "2"), ("exit-code", "1")]);
     c.create(job("flaky", &[("Worker", 1, "OnFailure")])).await;
     let done = c.until_condition("flaky", ConditionType::Succeeded).await;
 
@@ -99,19 +92,19 @@ async fn on_failure_the_kubelet_restarts_the_container_in_place_and_the_job_succ
 #[tokio::test]
 async fn exit_code_137_recreates_the_pod_restarting_then_running_and_the_job_succeeds() {
     let c = TestCluster::start("retryable").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let (jobs, pods) = (record_jobs(&c).await, record_pods(&c, "retry").await);
     let (ns, pod) = (c.namespace.clone(), "retry-worker-0");
-    c.sim()
-        .script_pod(&ns, pod, [("run-seconds", "1"), ("exit-code", "137")]);
+    // The first pod is killed; the recreated pod (same name) runs to success.
+    c.script_pod_in_turn(
+        pod,
+        &[
+            &[("run-seconds", "1"), ("exit-code", "137")],
+            &[("run-seconds", "1"), ("exit-code", "0")],
+        ],
+    );
     c.create(job("retry", &[("Worker", 1, "ExitCode")])).await;
 
     let first = until_seen_phase(&pods, pod, "Failed").await;
-    // The recreated pod (same name) runs to success.
-    c.sim()
-        .script_pod(&ns, pod, [("run-seconds", "1"), ("exit-code", "0")]);
     let second = c.until_pod_uid(pod, Some(&first)).await;
     let done = c.until_condition("retry", ConditionType::Succeeded).await;
 
@@ -119,7 +112,7 @@ async fn exit_code_137_recreates_the_pod_restarting_then_running_and_the_job_suc
     assert_eq!(restarts(&done, ReplicaType::Worker), Some(1));
     let seen = versions(&jobs, "retry");
     let restarting = first_true(&seen, 0, ConditionType::Restarting).expect("Restarting seen");
-    let message = "job retry is restarting because 1 Worker replica(s) failed.";
+    let message = "job retry is restarting because Worker replica(s) failed.";
     assert_eq!(
         reason_and_message(&seen[restarting], ConditionType::Restarting),
         Some(("TFJobRestarting".into(), message.into()))
@@ -137,17 +130,13 @@ async fn exit_code_137_recreates_the_pod_restarting_then_running_and_the_job_suc
 #[tokio::test]
 async fn permanent_exit_codes_fail_the_job_without_recreating_the_pod() {
     let c = TestCluster::start("permanent").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let (jobs, pods) = (record_jobs(&c).await, Recorder::start(c.pods(), "").await);
     let (jobs, pods, c) = (&jobs, &pods, &c);
     join_all(["1", "139", "128"].map(|code| async move {
         let name = format!("perm-{code}");
         let pod = format!("{name}-worker-0");
         let ns = &c.namespace;
-        c.sim()
-            .script_pod(ns, &pod, [("run-seconds", "0.3"), ("exit-code", code)]);
+        c.script_pod(&pod, &[("run-seconds", "0.3"), ("exit-code", code)]);
         c.create(job(&name, &[("Worker", 1, "ExitCode")])).await;
         let failed = c.until_condition(&name, ConditionType::Failed).await;
         let message = format!("TFJob {ns}/{name} has failed because 1 Worker replica(s) failed.");
@@ -180,16 +169,9 @@ async fn permanent_exit_codes_fail_the_job_without_recreating_the_pod() {
 #[tokio::test]
 async fn the_backoff_limit_counts_recreated_pods() {
     let c = TestCluster::start("backoff").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let pods = record_pods(&c, "backoff").await;
     let pod = "backoff-worker-0";
-    c.sim().script_pod(
-        &c.namespace,
-        pod,
-        [("run-seconds", "0.3"), ("exit-code", "137")],
-    );
+    c.script_pod(pod, &[("run-seconds", "0.3"), ("exit-code", "137")]);
     let mut spec = job("backoff", &[("Worker", 1, "ExitCode")]);
     spec["spec"]["runPolicy"] = serde_json::json!({"backoffLimit": 1});
     c.create(spec).await;
@@ -213,14 +195,10 @@ async fn the_backoff_limit_counts_recreated_pods() {
 #[tokio::test]
 async fn the_backoff_limit_counts_kubelet_restarts_too() {
     let c = TestCluster::start("backoff-kubelet").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let pods = record_pods(&c, "crashy").await;
-    c.sim().script_pod(
-        &c.namespace,
+    c.script_pod(
         "crashy-worker-0",
-        [
+        &[
             ("run-seconds", "0.3"),
             ("fail-times", "5"),
             ("exit-code", "1"),
@@ -265,9 +243,6 @@ async fn the_backoff_limit_counts_kubelet_restarts_too() {
 #[tokio::test]
 async fn a_pod_deleted_from_outside_is_recreated_and_counted_as_a_restart() {
     let c = TestCluster::start("vanished").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let jobs = record_jobs(&c).await;
     let mut spec = job("gone", &[("Worker", 2, "Never")]);
     annotate(&mut spec, "Worker", "sim.tfjob.dev/run-seconds", "3600");
@@ -315,20 +290,20 @@ async fn a_pod_deleted_from_outside_is_recreated_and_counted_as_a_restart() {
 #[tokio::test]
 async fn an_operator_restarted_mid_job_keeps_the_restart_count_and_finishes_the_job() {
     let mut c = TestCluster::start("operator-restart").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let (jobs, pods) = (record_jobs(&c).await, record_pods(&c, "resumed").await);
-    let (ns, pod) = (c.namespace.clone(), "resumed-worker-0");
-    c.sim()
-        .script_pod(&ns, pod, [("run-seconds", "1"), ("exit-code", "137")]);
+    let pod = "resumed-worker-0";
+    c.script_pod_in_turn(
+        pod,
+        &[
+            &[("run-seconds", "1"), ("exit-code", "137")],
+            &[("run-seconds", "1"), ("exit-code", "0")],
+        ],
+    );
     let mut spec = job("resumed", &[("PS", 1, "Never"), ("Worker", 1, "ExitCode")]);
     annotate(&mut spec, "PS", "sim.tfjob.dev/run-seconds", "3600");
     c.create(spec).await;
 
     let first = until_seen_phase(&pods, pod, "Failed").await;
-    c.sim()
-        .script_pod(&ns, pod, [("run-seconds", "1"), ("exit-code", "0")]);
     let second = c.until_pod_uid(pod, Some(&first)).await;
     until(&c.jobs(), "resumed", "restart recorded", |j| {
         j.filter(|j| restarts(j, ReplicaType::Worker) == Some(1))
@@ -361,13 +336,17 @@ async fn an_operator_restarted_mid_job_keeps_the_restart_count_and_finishes_the_
 #[tokio::test]
 async fn every_restart_is_recorded_as_its_own_occurrence() {
     let c = TestCluster::start("tworestarts").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let pods = record_pods(&c, "twice").await;
-    let (ns, pod) = (c.namespace.clone(), "twice-worker-0");
-    c.sim()
-        .script_pod(&ns, pod, [("run-seconds", "0.3"), ("exit-code", "137")]);
+    let pod = "twice-worker-0";
+    let killed: &[(&str, &str)] = &[("run-seconds", "0.3"), ("exit-code", "137")];
+    c.script_pod_in_turn(
+        pod,
+        &[
+            killed,
+            killed,
+            &[("run-seconds", "0.3"), ("exit-code", "0")],
+        ],
+    );
     c.create(job("twice", &[("Worker", 1, "ExitCode")])).await;
     // Two failed pods and their replacement seen: at least two restarts happened.
     let deadline = tokio::time::Instant::now() + support::WAIT;
@@ -375,8 +354,6 @@ async fn every_restart_is_recorded_as_its_own_occurrence() {
         assert!(tokio::time::Instant::now() < deadline, "no second restart");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    c.sim()
-        .script_pod(&ns, pod, [("run-seconds", "0.3"), ("exit-code", "0")]);
     let done = c.until_condition("twice", ConditionType::Succeeded).await;
     let restarted = pods.uids_of(pod).len() as i32 - 1;
     assert!(restarted >= 2);

@@ -1,4 +1,4 @@
-//! End to end: children, TF_CONFIG and success (contract §4, §5, §7.3), the real controller
+//! End to end: children, TF_CONFIG and success (docs/behaviour.md §4, §5, §7.3), the real controller
 //! against the simulator (or a real cluster via KUBECONFIG).
 
 mod support;
@@ -74,10 +74,8 @@ async fn worker_zero_decides_success_and_running_pods_are_cleaned_up() {
     annotate(&mut spec, "PS", "sim.tfjob.dev/run-seconds", "3600");
     if c.simulated() {
         // Worker 1 finishes before worker 0 decides, so it is a finished pod at cleanup.
-        c.sim()
-            .script_pod(&c.namespace, "w0-worker-0", [("run-seconds", "0.8")]);
-        c.sim()
-            .script_pod(&c.namespace, "w0-worker-1", [("run-seconds", "0.1")]);
+        c.script_pod("w0-worker-0", &[("run-seconds", "0.8")]);
+        c.script_pod("w0-worker-1", &[("run-seconds", "0.1")]);
     }
     c.create(spec).await;
     let job = c.until_condition("w0", ConditionType::Succeeded).await;
@@ -125,13 +123,9 @@ async fn the_chief_decides_success() {
 #[tokio::test]
 async fn all_workers_must_succeed_under_the_all_workers_policy() {
     let c = TestCluster::start("allworkers").await;
-    if !c.simulated() {
-        return eprintln!("skipped: needs scripted pod outcomes (simulator only)");
-    }
     let mut spec = job("aw", &[("Worker", 2, "Never")]);
     spec["spec"]["successPolicy"] = "AllWorkers".into();
-    c.sim()
-        .script_pod(&c.namespace, "aw-worker-1", [("run-seconds", "2")]);
+    c.script_pod("aw-worker-1", &[("run-seconds", "2")]);
     c.create(spec).await;
     // Worker 0 finishes first; the job must wait for worker 1.
     until(&c.pods(), "aw-worker-0", "worker 0 succeeded", |p| {

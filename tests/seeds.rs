@@ -398,7 +398,7 @@ fn every_example_renders() {
     let mnist = rendered(include_str!("../examples/tf_job_mnist.yaml"));
     assert_eq!(
         mnist[0]["metadata"]["name"], "mnist-worker-0",
-        "the name §10 of the contract uses"
+        "the name docs/behaviour.md §10 uses"
     );
     let job: Value =
         serde_saphyr::from_multiple::<Value>(include_str!("../examples/tf_job_mnist.yaml"))

@@ -121,6 +121,8 @@ fn cluster_role_grants_only_what_the_operator_calls() {
     let expected = [
         ("tfjobs", vec!["get", "list", "watch", "delete"]),
         ("tfjobs/status", vec!["update"]),
+        // Needed to set blockOwnerDeletion under OwnerReferencesPermissionEnforcement.
+        ("tfjobs/finalizers", vec!["update"]),
         ("pods", vec!["get", "list", "watch", "create", "delete"]),
         ("services", vec!["get", "list", "watch", "create", "delete"]),
         ("events", vec!["create", "patch"]),

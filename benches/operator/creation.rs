@@ -24,7 +24,7 @@ const POLL: Duration = Duration::from_millis(1);
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Times of each repetition: the operator, the bare creates, and the creates each followed
-/// by its event (contract §9 asks for one per created child), as the operator does them.
+/// by its event (docs/behaviour.md §9 asks for one per created child), as the operator does them.
 pub struct Creation {
     pub operator: Vec<Duration>,
     pub baseline: Vec<Duration>,

@@ -1,6 +1,6 @@
 //! Benchmark 2: the operator's API requests for one job, from its creation until it settled
 //! (Succeeded, cleanup done, no write for 1 s), by verb and resource, against the minimum
-//! the contract allows. I/O.
+//! docs/behaviour.md allows. I/O.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ pub struct JobWrites {
     pub label: String,
     /// (verb, resource) → requests, over the job's whole life.
     pub measured: BTreeMap<(String, String), u64>,
-    /// (verb, resource) → the fewest requests that produce the contract's effects.
+    /// (verb, resource) → the fewest requests that produce the effects docs/behaviour.md asks for.
     pub minimum: BTreeMap<(String, String), u64>,
     /// Pods and services still stored once it settled.
     pub left: (usize, usize),
@@ -121,7 +121,7 @@ fn by_key(counts: &RequestCounts) -> BTreeMap<(String, String), u64> {
 /// - three status writes, one per visible transition: Created, Running, Succeeded (the
 ///   replica counts ride along when the pods change together);
 /// - cleanPodPolicy `Running`: one delete per pod still running at success, and its service;
-/// - one event per occurrence (contract §9): each create and delete, and `TFJobSucceeded`.
+/// - one event per occurrence (docs/behaviour.md §9): each create and delete, and `TFJobSucceeded`.
 pub fn minimum(replicas: u64, running_at_end: u64) -> BTreeMap<(String, String), u64> {
     let rows = [
         ("create", "pods", replicas),

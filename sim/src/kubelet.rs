@@ -1,15 +1,20 @@
 //! The simulated kubelet: a pure pod state machine (no I/O; the server's loop calls `step`).
 //!
-//! All state lives in the pod's `.status`, so `step` is a function of (pod, script, now):
-//! scheduled → containers `ContainerCreating` (for `start-seconds`) → running and ready (for
-//! `run-seconds`) → each container exits with its scripted code. restartPolicy Never ends the
-//! pod Succeeded/Failed; OnFailure restarts failed containers in place (CrashLoopBackOff for a
-//! shortened back-off, then running with restartCount+1 and `lastState.terminated`); Always
-//! restarts on any exit. Eviction and never-starting containers are scripted too.
+//! A pod's state lives in its `.status`, the restart back-off in a [`CrashBackoff`] the caller
+//! keeps (like the real kubelet's in-memory one), so `step` is a function of (pod, script,
+//! back-off, now): scheduled → containers `ContainerCreating` (for `start-seconds`) → running
+//! and ready (for `run-seconds`) → each container exits with its scripted code and shows
+//! `terminated`. restartPolicy Never ends the pod Succeeded/Failed; OnFailure restarts failed
+//! containers in place, Always restarts on any exit: at the next look the container runs again
+//! (restartCount+1, `lastState.terminated`) or, within its back-off, waits as
+//! `CrashLoopBackOff` until the back-off has passed. Eviction and never-starting containers are
+//! scripted too.
 
+pub mod backoff;
 mod script;
 mod status;
 
+pub use backoff::CrashBackoff;
 pub use script::{PREFIX, Script};
 
 use jiff::{SignedDuration, Timestamp};
@@ -19,9 +24,6 @@ use status::{
     completed_init_container, condition, hex_id, host_ip, image_id, never_start_message, qos_class,
     waiting_container,
 };
-
-/// The sim's CrashLoopBackOff delay (the real kubelet starts at 10s; tests want speed).
-pub const BACKOFF_SECONDS: f64 = 0.1;
 
 /// What the kubelet does to a pod: the new `.status` (None = unchanged) and when to look again
 /// (None = never: the pod is final or waits forever).
@@ -40,8 +42,16 @@ fn time_at(v: &Value) -> Option<Timestamp> {
     v.as_str()?.parse().ok()
 }
 
-/// Advances `pod` (already bound to `node`, with `pod_ip` allocated) to its state at `now`.
-pub fn step(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: Timestamp) -> Step {
+/// Advances `pod` (already bound to `node`, with `pod_ip` allocated) to its state at `now`,
+/// recording container restarts in `backoff`.
+pub fn step(
+    pod: &Value,
+    script: &Script,
+    backoff: &mut CrashBackoff,
+    node: &str,
+    pod_ip: &str,
+    now: Timestamp,
+) -> Step {
     let old = pod.get("status").cloned().unwrap_or_else(|| json!({}));
     if matches!(old["phase"].as_str(), Some("Succeeded" | "Failed")) {
         return Step {
@@ -60,9 +70,10 @@ pub fn step(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: Timesta
     if evicting {
         evict(&mut status);
     } else if script.never_start.is_none() {
-        let ctx = Ctx {
+        let mut ctx = Ctx {
             pod,
             script,
+            backoff,
             now,
             start_time,
         };
@@ -71,7 +82,7 @@ pub fn step(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: Timesta
             .and_then(Value::as_array_mut)
         {
             for cs in list.iter_mut() {
-                next.extend(advance_container(cs, &ctx));
+                next.extend(advance_container(cs, &mut ctx));
             }
         }
         set_phase(pod, &mut status);
@@ -87,8 +98,41 @@ pub fn step(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: Timesta
 struct Ctx<'a> {
     pod: &'a Value,
     script: &'a Script,
+    backoff: &'a mut CrashBackoff,
     now: Timestamp,
     start_time: Timestamp,
+}
+
+impl Ctx<'_> {
+    fn policy(&self) -> &str {
+        self.pod
+            .pointer("/spec/restartPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("Always")
+    }
+    fn backoff_key(&self, cs: &Value) -> String {
+        let uid = self
+            .pod
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        CrashBackoff::key(uid, cs["name"].as_str().unwrap_or_default())
+    }
+    /// `format.Pod`: `name_namespace(uid)`.
+    fn pod_ref(&self) -> String {
+        let get = |p: &str| {
+            self.pod
+                .pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        format!(
+            "{}_{}({})",
+            get("/metadata/name"),
+            get("/metadata/namespace"),
+            get("/metadata/uid")
+        )
+    }
 }
 
 fn initial_status(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: Timestamp) -> Value {
@@ -160,7 +204,7 @@ fn evict(status: &mut Value) {
 }
 
 /// Moves one container status forward as far as `now` allows; returns its next event time.
-fn advance_container(cs: &mut Value, ctx: &Ctx) -> Option<Timestamp> {
+fn advance_container(cs: &mut Value, ctx: &mut Ctx) -> Option<Timestamp> {
     for _ in 0..4 {
         let state = cs["state"].clone();
         if state["waiting"]["reason"] == "ContainerCreating" {
@@ -175,19 +219,59 @@ fn advance_container(cs: &mut Value, ctx: &Ctx) -> Option<Timestamp> {
                 return Some(end);
             }
             exit_container(cs, ctx, started);
+            // The exit is its own status (`terminated`, what watchers see as Error or
+            // Completed); the kubelet decides about a restart at its next look.
+            return restarts(ctx.policy(), &cs["state"]["terminated"]).then_some(ctx.now);
+        } else if restarts(ctx.policy(), &state["terminated"]) {
+            let finished = time_at(&state["terminated"]["finishedAt"]).unwrap_or(ctx.now);
+            cs["lastState"] = json!({"terminated": state["terminated"]});
+            if let Some(wait) = back_off(cs, ctx, finished) {
+                return Some(wait);
+            }
+            restart_container(cs, ctx, finished);
         } else if state["waiting"]["reason"] == "CrashLoopBackOff" {
             let finished = time_at(&cs["lastState"]["terminated"]["finishedAt"]).unwrap_or(ctx.now);
-            let until = after(finished, BACKOFF_SECONDS);
-            if ctx.now < until {
-                return Some(until);
+            if let Some(wait) = back_off(cs, ctx, finished) {
+                return Some(wait);
             }
-            cs["restartCount"] = json!(cs["restartCount"].as_u64().unwrap_or(0) + 1);
-            start_container(cs, ctx);
+            restart_container(cs, ctx, finished);
         } else {
             return None;
         }
     }
     Some(ctx.now)
+}
+
+/// Whether a container that ended as `terminated` is restarted under the pod's policy.
+fn restarts(policy: &str, terminated: &Value) -> bool {
+    match terminated["exitCode"].as_i64() {
+        None => false,
+        Some(code) => policy == "Always" || (policy == "OnFailure" && code != 0),
+    }
+}
+
+/// Within its back-off, the container waits as `CrashLoopBackOff` (the kubelet's message);
+/// returns when the back-off ends, or None when it may restart now.
+fn back_off(cs: &mut Value, ctx: &Ctx, finished: Timestamp) -> Option<Timestamp> {
+    let wait = ctx
+        .backoff
+        .waiting(&ctx.backoff_key(cs), finished, ctx.now)?;
+    let message = format!(
+        "back-off {} restarting failed container={} pod={}",
+        backoff::go_duration(wait),
+        cs["name"].as_str().unwrap_or_default(),
+        ctx.pod_ref()
+    );
+    cs["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
+    cs["ready"] = json!(false);
+    cs["started"] = json!(false);
+    Some(backoff::after(finished, wait))
+}
+
+fn restart_container(cs: &mut Value, ctx: &mut Ctx, finished: Timestamp) {
+    ctx.backoff.next(&ctx.backoff_key(cs), finished, ctx.now);
+    cs["restartCount"] = json!(cs["restartCount"].as_u64().unwrap_or(0) + 1);
+    start_container(cs, ctx);
 }
 
 fn container_id(ctx: &Ctx, cs: &Value) -> String {
@@ -221,58 +305,51 @@ fn exit_container(cs: &mut Value, ctx: &Ctx, started: Timestamp) {
         137 if ctx.script.oom => "OOMKilled",
         _ => "Error",
     };
-    let terminated = json!({"terminated": {
+    cs["state"] = json!({"terminated": {
         "exitCode": code, "reason": reason, "startedAt": started.to_string(),
         "finishedAt": ctx.now.to_string(), "containerID": cs["containerID"],
     }});
     cs["ready"] = json!(false);
     cs["started"] = json!(false);
-    let policy = ctx
-        .pod
-        .pointer("/spec/restartPolicy")
-        .and_then(Value::as_str)
-        .unwrap_or("Always");
-    let restarts = policy == "Always" || (policy == "OnFailure" && code != 0);
-    if restarts {
-        let pod_name = ctx
-            .pod
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let message = format!("back-off 10s restarting failed container={name} pod={pod_name}");
-        cs["lastState"] = terminated;
-        cs["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}});
-    } else {
-        cs["state"] = terminated;
-    }
 }
 
+/// The pod phase from its container states, as the kubelet's `getPhase`: a container waiting
+/// after an exit counts as stopped; all stopped means Succeeded if all exited 0 and the policy
+/// is not Always, Failed under Never, otherwise Running (restarting).
 fn set_phase(pod: &Value, status: &mut Value) {
     let list = status["containerStatuses"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let creating = list
-        .iter()
-        .any(|cs| cs["state"]["waiting"]["reason"] == "ContainerCreating");
-    let codes: Option<Vec<i64>> = list
-        .iter()
-        .map(|cs| cs["state"]["terminated"]["exitCode"].as_i64())
-        .collect();
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for cs in &list {
+        let state = &cs["state"];
+        if state.get("running").is_some() {
+            running += 1;
+        } else if let Some(t) = state.get("terminated") {
+            stopped += 1;
+            succeeded += usize::from(t["exitCode"] == 0);
+        } else if cs["lastState"].get("terminated").is_some() {
+            stopped += 1;
+        } else {
+            waiting += 1;
+        }
+    }
     let policy = pod
         .pointer("/spec/restartPolicy")
         .and_then(Value::as_str)
         .unwrap_or("Always");
-    let phase = match codes {
-        _ if creating => "Pending",
-        Some(codes) if !codes.is_empty() && policy != "Always" => {
-            if codes.iter().all(|c| *c == 0) {
-                "Succeeded"
-            } else {
-                "Failed"
-            }
-        }
-        _ => "Running",
+    let phase = if waiting > 0 || list.is_empty() {
+        "Pending"
+    } else if running > 0 || policy == "Always" {
+        // Running, or every container restarting.
+        "Running"
+    } else if stopped == succeeded {
+        "Succeeded"
+    } else if policy == "Never" {
+        "Failed"
+    } else {
+        "Running"
     };
     status["phase"] = json!(phase);
 }

@@ -50,6 +50,10 @@ pub struct Options {
     pub kubelet: bool,
     /// Seed of the fault-injection and watch-delay random sources.
     pub seed: u64,
+    /// Container restart back-off (CrashLoopBackOff): (initial, max). The first restart is
+    /// immediate, later ones wait `initial` doubling up to `max`; default the real kubelet's
+    /// (10 s, 300 s).
+    pub crash_loop_backoff: (Duration, Duration),
 }
 
 impl Default for Options {
@@ -62,6 +66,10 @@ impl Default for Options {
             fast_deletion: true,
             kubelet: true,
             seed: 0x5EED,
+            crash_loop_backoff: (
+                kubelet::backoff::DEFAULT_INITIAL,
+                kubelet::backoff::DEFAULT_MAX,
+            ),
         }
     }
 }
@@ -146,6 +154,7 @@ impl Sim {
             let lo = LoopOptions {
                 nodes: nodes.clone(),
                 fast_deletion: opts.fast_deletion,
+                crash_loop_backoff: opts.crash_loop_backoff,
             };
             tokio::spawn(kubelet_loop::run(store.clone(), control.clone(), lo, rx));
         }

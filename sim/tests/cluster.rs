@@ -93,6 +93,50 @@ async fn pods_are_scheduled_run_and_end_as_scripted() {
     );
 }
 
+/// A held pod is bound but not started; one patch that sets its script and drops the hold
+/// starts it (the harness's per-pod scripts, the same on the real tier's kwok).
+#[tokio::test]
+async fn a_held_pod_starts_only_when_released_with_its_script() {
+    let (_sim, client) = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let held = pod("held", json!({"sim.tfjob.dev/hold": ""}));
+    pods.create(&PostParams::default(), &held)
+        .await
+        .expect("create");
+    let bound = eventually(10, "held pod bound", || async {
+        let p = pods.get("held").await.ok()?;
+        p.spec.as_ref()?.node_name.as_ref()?;
+        Some(p)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let still = pods.get("held").await.expect("get");
+    assert_eq!(still.status, bound.status, "a held pod gets no status");
+    assert!(
+        still.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running"),
+        "{:?}",
+        still.status
+    );
+    let release = json!({"metadata": {"annotations": {
+        "sim.tfjob.dev/hold": null,
+        "sim.tfjob.dev/run-seconds": "0.1",
+        "sim.tfjob.dev/exit-code": "3"
+    }}});
+    pods.patch("held", &PatchParams::default(), &Patch::Merge(release))
+        .await
+        .expect("release");
+    let failed = phase_of(&pods, "held", "Failed").await;
+    let code = failed.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .as_ref()
+        .unwrap()
+        .terminated
+        .as_ref()
+        .unwrap()
+        .exit_code;
+    assert_eq!(code, 3, "the script attached on release was run");
+}
+
 #[tokio::test]
 async fn deleting_a_running_pod_is_graceful_then_fast() {
     let (_sim, client) = start().await;
@@ -424,5 +468,126 @@ async fn holds_ten_thousand_custom_resources_and_fifty_thousand_pods() {
     assert!(
         created < Duration::from_secs(60) && listed < Duration::from_secs(5),
         "{created:?} {listed:?}"
+    );
+}
+
+/// The container states one pod went through, from a watch replay: "running#<restarts>",
+/// "terminated:<reason>#<restarts>" or "waiting:<message>".
+async fn container_history(sim: &tfjob_sim::SimHandle, name: &str) -> Vec<String> {
+    let path = "/api/v1/namespaces/default/pods?watch=true&resourceVersion=1&timeoutSeconds=1";
+    let r = raw_get(&sim.url(), path).await;
+    let mut out: Vec<String> = Vec::new();
+    for ev in watch_events(&r.body) {
+        let pod = &ev["object"];
+        if pod["metadata"]["name"] != name {
+            continue;
+        }
+        let cs = &pod["status"]["containerStatuses"][0];
+        let n = cs["restartCount"].as_u64().unwrap_or(0);
+        let state = &cs["state"];
+        let s = if state.get("running").is_some() {
+            format!("running#{n}")
+        } else if let Some(t) = state.get("terminated") {
+            format!("terminated:{}#{n}", t["reason"].as_str().unwrap_or(""))
+        } else if let Some(w) = state.get("waiting") {
+            format!(
+                "waiting:{}",
+                w["message"]
+                    .as_str()
+                    .unwrap_or(w["reason"].as_str().unwrap_or(""))
+            )
+        } else {
+            continue;
+        };
+        if out.last() != Some(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn crashed_containers_restart_at_once_then_after_the_kubelets_doubling_back_off() {
+    let (sim, client) = start_with(Options {
+        crash_loop_backoff: (Duration::from_millis(200), Duration::from_millis(400)),
+        ..Default::default()
+    })
+    .await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut p = pod(
+        "crashy",
+        json!({"sim.tfjob.dev/run-seconds": "0.05", "sim.tfjob.dev/exit-code": "1", "sim.tfjob.dev/fail-times": "4"}),
+    );
+    p.spec.as_mut().expect("spec").restart_policy = Some("OnFailure".into());
+    let started = Instant::now();
+    let created = pods.create(&PostParams::default(), &p).await.expect("pod");
+    let done = phase_of(&pods, "crashy", "Succeeded").await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(200 + 400 + 400),
+        "{:?}",
+        started.elapsed()
+    );
+    let uid = created.metadata.uid.unwrap_or_default();
+    let wait = |d: &str| {
+        format!("waiting:back-off {d} restarting failed container=main pod=crashy_default({uid})")
+    };
+    let history = container_history(&sim, "crashy").await;
+    let want = [
+        "running#0".to_string(),
+        "terminated:Error#0".into(),
+        "running#1".into(),
+        "terminated:Error#1".into(),
+        wait("200ms"),
+        "running#2".into(),
+        "terminated:Error#2".into(),
+        wait("400ms"),
+        "running#3".into(),
+        "terminated:Error#3".into(),
+        wait("400ms"),
+        "running#4".into(),
+        "terminated:Completed#4".into(),
+    ];
+    assert_eq!(history, want);
+    let restarts = done
+        .status
+        .and_then(|s| s.container_statuses)
+        .map(|c| c[0].restart_count);
+    assert_eq!(restarts, Some(4));
+}
+
+#[tokio::test]
+async fn the_default_back_off_is_the_real_kubelets_ten_seconds() {
+    let (sim, client) = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut p = pod(
+        "slowcrash",
+        json!({"sim.tfjob.dev/run-seconds": "0.05", "sim.tfjob.dev/exit-code": "1"}),
+    );
+    p.spec.as_mut().expect("spec").restart_policy = Some("Always".into());
+    pods.create(&PostParams::default(), &p).await.expect("pod");
+    let waiting = eventually(10, "CrashLoopBackOff", || async {
+        let pod = pods.get("slowcrash").await.ok()?;
+        let cs = pod.status?.container_statuses?.into_iter().next()?;
+        let w = cs.state?.waiting?;
+        (w.reason.as_deref() == Some("CrashLoopBackOff")).then_some((cs.restart_count, w.message))
+    })
+    .await;
+    assert_eq!(waiting.0, 1, "the first restart is immediate");
+    assert!(waiting.1.is_some_and(|m| {
+        m.starts_with("back-off 10s restarting failed container=main pod=slowcrash_default(")
+    }));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let history = container_history(&sim, "slowcrash").await;
+    assert_eq!(
+        history.iter().filter(|s| s.starts_with("running")).count(),
+        2,
+        "{history:?}"
+    );
+    assert_eq!(
+        history
+            .last()
+            .map(|s| s.starts_with("waiting:back-off 10s")),
+        Some(true),
+        "{history:?}"
     );
 }

@@ -190,13 +190,13 @@ async fn delayed_watch_events_reorder_kinds_but_never_one_stream() {
     .await;
     sim.set_watch_delay(
         Some("configmaps"),
-        Duration::from_millis(150),
         Duration::from_millis(300),
+        Duration::from_millis(500),
     );
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let svcs: Api<Service> = Api::default_namespaced(client.clone());
     let from = sim.store().resource_version().to_string();
-    let until = Instant::now() + Duration::from_millis(1500);
+    let until = Instant::now() + Duration::from_millis(2500);
     let cm_stream = tokio::spawn(record(cms.clone(), from.clone(), until));
     let svc_stream = tokio::spawn(record(svcs.clone(), from, until));
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -346,7 +346,7 @@ async fn a_client_frozen_after_its_nth_write_gets_no_more_answers_until_unfrozen
     let a_watch = tokio::spawn(record(
         a.clone(),
         from,
-        Instant::now() + Duration::from_secs(3),
+        Instant::now() + Duration::from_secs(6),
     ));
     tokio::time::sleep(Duration::from_millis(100)).await;
 
@@ -356,7 +356,7 @@ async fn a_client_frozen_after_its_nth_write_gets_no_more_answers_until_unfrozen
         let (a, pp) = (a.clone(), pp.clone());
         async move {
             tokio::time::timeout(
-                Duration::from_millis(700),
+                Duration::from_secs(2),
                 a.create(&pp, &named(&format!("a{i}"))),
             )
             .await

@@ -248,3 +248,69 @@ fn kubectl_sees_pods_with_their_columns_and_deletes_them() {
         "{described}"
     );
 }
+
+#[test]
+fn kubectl_apply_of_a_kind_without_a_resource_says_no_matches() {
+    let c = Cluster::start("nokind");
+    // A T9k job: its CRD is not installed. kubectl reads the OpenAPI v2 document while
+    // validating; its media type must parse for kubectl to get as far as its RESTMapper.
+    let job = json!({"apiVersion": "tensorflow.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
+        "metadata": {"name": "t9k"}, "spec": {"replicaSpecs": []}});
+    let (ok, out, err) = c.run(&["apply", "-f", &c.file("t9k.json", &job)]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains(
+            "no matches for kind \"TensorFlowTrainingJob\" in version \"tensorflow.tensorstack.dev/v1beta1\""
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("mime"), "{err}");
+}
+
+#[test]
+fn kubectl_apply_refuses_a_misspelled_tfjob_field_and_warns_when_asked_to() {
+    let c = Cluster::start("strict");
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../crds/kubeflow.org_tfjobs.yaml"
+    );
+    c.ok(&["apply", "-f", crd]);
+    let job = json!({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "typo"},
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1, "restartPolcy": "Never",
+            "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}}}});
+    let path = c.file("typo.json", &job);
+    // kubectl sends fieldValidation=Strict by default and prints the server's answer.
+    let (ok, _, err) = c.run(&["apply", "-f", &path]);
+    assert!(!ok);
+    assert!(
+        err.contains("Error from server (BadRequest): error when creating")
+            && err.contains(
+                "TFJob in version \"v1\" cannot be handled as a TFJob: strict decoding error: unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\""
+            ),
+        "{err}"
+    );
+    let (ok, _, err) = c.run(&["apply", "-f", &path, "--validate=warn"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("Warning: unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\""),
+        "{err}"
+    );
+    let spec = c.ok(&[
+        "get",
+        "tfjob",
+        "typo",
+        "-o",
+        "jsonpath={.spec.tfReplicaSpecs.Worker}",
+    ]);
+    assert!(!spec.contains("restartPolcy"), "pruned: {spec}");
+    // Applying it again is a patch: refused as the patch handler words it.
+    let (ok, _, err) = c.run(&["apply", "-f", &path]);
+    assert!(!ok);
+    assert!(
+        err.contains("patch: Invalid value:")
+            && err.contains(
+                "strict decoding error: unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\""
+            ),
+        "{err}"
+    );
+}

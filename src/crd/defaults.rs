@@ -1,4 +1,4 @@
-//! Defaulting (contract §2): applied in memory on every reconcile, never written back. Pure.
+//! Defaulting (docs/behaviour.md §2): applied in memory on every reconcile, never written back. Pure.
 
 use k8s_openapi::api::core::v1::{ContainerPort, PodSpec};
 

@@ -2,6 +2,8 @@
 //! Pure: no I/O.
 
 pub mod defaults;
+pub mod names;
+pub mod object;
 pub mod schema;
 pub mod spec;
 pub mod status;

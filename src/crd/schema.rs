@@ -73,7 +73,7 @@ fn refine_spec(spec: &mut Value) {
     }
 }
 
-/// The rules on the `tfReplicaSpecs` map (contract §3). Keys match case-insensitively, via
+/// The rules on the `tfReplicaSpecs` map (docs/behaviour.md §3). Keys match case-insensitively, via
 /// `lowerAscii()` from the CEL strings extension every Kubernetes version with CRD CEL has.
 /// Two spellings of one type (`Worker` and `worker`) are left to the controller: an
 /// O(n²) rule on unbounded key strings would strain the cost budget.

@@ -1,4 +1,4 @@
-//! Validation (contract §3): every problem at once, as Kubernetes-style field errors. Pure.
+//! Validation (docs/behaviour.md §3): every problem at once, as Kubernetes-style field errors. Pure.
 //!
 //! Checks what the types cannot express. The CRD's schema and CEL rules refuse most of this
 //! at admission already; the controller checks again because not every API server runs every
@@ -7,10 +7,10 @@
 use std::fmt;
 
 use super::defaults::DEFAULT_REPLICAS;
+use super::names::child_name;
 use super::spec::{
     MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, ReplicaType, TFJob,
 };
-use crate::reconcile::labels::child_name;
 
 /// Longest name of a pod or service (a DNS-1035 label).
 const MAX_NAME_LEN: usize = 63;
@@ -39,7 +39,7 @@ impl fmt::Display for FieldError {
     }
 }
 
-/// Check every rule of contract §3 that the types cannot express; all problems, in a
+/// Check every rule of docs/behaviour.md §3 that the types cannot express; all problems, in a
 /// stable order: metadata, replica-type keys, roles, then each type in canonical order,
 /// then run policy.
 pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {
@@ -60,7 +60,13 @@ pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {
 
 /// Read a TFJob from JSON, naming the offending field when a value has the wrong type.
 pub fn parse_tfjob(value: serde_json::Value) -> Result<TFJob, FieldError> {
-    check_type_meta(&value)?;
+    parse_tfjob_ref(&value)
+}
+
+/// [`parse_tfjob`] without taking the value (the controller keeps it to read what it can of a
+/// job that does not parse).
+pub fn parse_tfjob_ref(value: &serde_json::Value) -> Result<TFJob, FieldError> {
+    check_type_meta(value)?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." {

@@ -1,4 +1,4 @@
-//! Applying a plan: create and delete children, delete the job, record events. I/O.
+//! Applying a plan: delete and create children, record events, delete the job. I/O.
 //! Every write is independent; one failure does not stop the others, and the first error is
 //! returned so the job is retried with backoff.
 
@@ -9,8 +9,11 @@ use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
 use kube::{Api, Resource, ResourceExt};
 
-use super::expectations::Expectations;
-use super::plan::{Deletion, EventNote, EventType};
+use super::Shared;
+use super::job::Job;
+use super::memory::Memory;
+use super::model::{Deletion, EventNote, EventType, Plan};
+use crate::crd::object::JobObject;
 use crate::error::Error;
 
 /// Children created at once for one job.
@@ -21,21 +24,76 @@ pub struct Target<'a> {
     pub pods: Api<Pod>,
     pub services: Api<Service>,
     pub job_uid: &'a str,
-    pub job_ref: &'a ObjectReference,
+    pub job_ref: ObjectReference,
     pub recorder: &'a Recorder,
-    pub expectations: &'a Expectations,
+    pub memory: &'a Memory,
+}
+
+impl<'a> Target<'a> {
+    pub fn new(shared: &'a Shared, job: &Job<'a>) -> Self {
+        Self {
+            pods: Api::namespaced(shared.client.clone(), job.namespace),
+            services: Api::namespaced(shared.client.clone(), job.namespace),
+            job_uid: job.uid,
+            job_ref: job.reference(),
+            recorder: &shared.recorder,
+            memory: &shared.memory,
+        }
+    }
+}
+
+/// The plan's children and events: deletions first (a restarted pod must be gone before its
+/// successor, of the same name, can be created), then creations, then the events that are
+/// new since the job's previous pass.
+pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Result<(), Error> {
+    let deleted = delete_children(t, &plan.delete_pods, &plan.delete_services).await;
+    let created = create_children(t, &plan.create_pods, &plan.create_services).await;
+    let fresh = t.memory.with(t.job_uid, |m| m.notes.fresh(&plan.events));
+    for note in &fresh {
+        record_note(t, note).await;
+    }
+    deleted.and(created)
+}
+
+/// Deletes the TFJob itself (its TTL expired); children follow by garbage collection. The
+/// uid precondition keeps a re-created job of the same name safe.
+pub async fn delete_job(shared: &Shared, job: &Job<'_>) -> Result<(), Error> {
+    let api: Api<JobObject> = Api::namespaced(shared.client.clone(), job.namespace);
+    let this_job = Deletion {
+        name: job.name.to_string(),
+        uid: Some(job.uid.to_string()),
+    };
+    delete(&api, &this_job)
+        .await
+        .map_err(|source| Error::DeleteJob {
+            name: job.name.to_string(),
+            source,
+        })?;
+    shared
+        .metrics
+        .jobs_deleted
+        .get_or_create(&crate::metrics::Metrics::job(job.namespace))
+        .inc();
+    Ok(())
 }
 
 /// Create pods and services, all concurrently (bounded).
 pub async fn create_children(
     t: &Target<'_>,
-    pods: Vec<Pod>,
-    services: Vec<Service>,
+    pods: &[Pod],
+    services: &[Service],
 ) -> Result<(), Error> {
-    let children = pods
-        .into_iter()
+    let children: Vec<Child> = pods
+        .iter()
+        .cloned()
         .map(|p| Child::Pod(Box::new(p)))
-        .chain(services.into_iter().map(|s| Child::Service(Box::new(s))));
+        .chain(
+            services
+                .iter()
+                .cloned()
+                .map(|s| Child::Service(Box::new(s))),
+        )
+        .collect();
     let results: Vec<Result<(), Error>> = stream::iter(children)
         .map(|child| async move {
             match child {
@@ -58,8 +116,9 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
     let name = pod.name_any();
     match t.pods.create(&PostParams::default(), &pod).await {
         Ok(created) => {
-            t.expectations
-                .created(t.job_uid, created.clone(), Timestamp::now());
+            let pod = created.clone();
+            t.memory
+                .with(t.job_uid, |m| m.pending.created(pod, Timestamp::now()));
             record(
                 t,
                 KubeEventType::Normal,
@@ -75,8 +134,9 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
             Ok(())
         }
         Err(source) => {
-            t.expectations
-                .create_failed(t.job_uid, &name, Timestamp::now());
+            t.memory.with(t.job_uid, |m| {
+                m.pending.create_failed(&name, Timestamp::now())
+            });
             record(
                 t,
                 KubeEventType::Warning,
@@ -94,8 +154,10 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
     let name = service.name_any();
     match t.services.create(&PostParams::default(), &service).await {
         Ok(created) => {
-            t.expectations
-                .service_created(t.job_uid, created.clone(), Timestamp::now());
+            let service = created.clone();
+            t.memory.with(t.job_uid, |m| {
+                m.pending.service_created(service, Timestamp::now())
+            });
             let note = format!("Created service: {name}");
             record(
                 t,
@@ -160,7 +222,8 @@ pub async fn delete_children(
         match delete(&t.pods, d).await {
             Ok(()) => {
                 if let Some(uid) = &d.uid {
-                    t.expectations.deleted(t.job_uid, uid, Timestamp::now());
+                    t.memory
+                        .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
                 }
                 record(
                     t,
@@ -253,7 +316,7 @@ async fn record(
         action,
         secondary: related,
     };
-    if let Err(e) = t.recorder.publish(&event, t.job_ref).await {
+    if let Err(e) = t.recorder.publish(&event, &t.job_ref).await {
         tracing::debug!(error = %e, reason, "recording event");
     }
 }

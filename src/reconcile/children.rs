@@ -1,11 +1,11 @@
-//! Children of a running job (contract §4, §6.2): the missing pods and services to create,
+//! Children of a running job (docs/behaviour.md §4, §6.2): the missing pods and services to create,
 //! and the surplus ones (index ≥ replicas after a scale-down) to delete. Pure.
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 
 use super::desired;
 use super::labels::child_name;
-use super::plan::Deletion;
+use super::model::Deletion;
 use super::replicas::Children;
 use super::view::JobView;
 

@@ -1,9 +1,10 @@
-//! Condition bookkeeping (contract §7.2): setting a condition, the flip rule, the
+//! Condition bookkeeping (docs/behaviour.md §7.2): setting a condition, the flip rule, the
 //! Running/Restarting exclusivity and the ordering by last change. Pure.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::model::EventNote;
 use crate::crd::{ConditionStatus, ConditionType, JobCondition, TFJobStatus};
 
 /// The condition of type `t`, if present.
@@ -45,6 +46,60 @@ impl<'a> Wanted<'a> {
             message,
         }
     }
+}
+
+/// A condition change a rule decides. The composer (`plan`) applies the changes of a pass in
+/// the order the rules are consulted, which is also the order of the conditions list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change<'a> {
+    pub wanted: Wanted<'a>,
+    /// Only turn a True condition False, never add it (Running when a job ends, say).
+    pub if_true: bool,
+    /// Events recorded when the change takes effect (the condition is added or flips), so
+    /// each transition is announced once.
+    pub announce: Vec<EventNote>,
+}
+
+impl<'a> Change<'a> {
+    /// Set the condition as wanted.
+    pub fn to(wanted: Wanted<'a>) -> Self {
+        Self {
+            wanted,
+            if_true: false,
+            announce: Vec::new(),
+        }
+    }
+
+    /// Turn the condition False, only if it is True now.
+    pub fn clear(t: ConditionType, reason: &'a str, message: String) -> Self {
+        Self {
+            if_true: true,
+            ..Self::to(Wanted::new(t, false, reason, message))
+        }
+    }
+
+    pub fn announcing(mut self, note: EventNote) -> Self {
+        self.announce.push(note);
+        self
+    }
+}
+
+/// Applies `changes` in order; returns the events of those that took effect.
+pub fn apply<'a>(
+    conditions: &mut Vec<JobCondition>,
+    changes: impl IntoIterator<Item = Change<'a>>,
+    now: Timestamp,
+) -> Vec<EventNote> {
+    let mut announced = Vec::new();
+    for change in changes {
+        if change.if_true && !is_true(conditions, change.wanted.type_) {
+            continue;
+        }
+        if set(conditions, change.wanted, now) {
+            announced.extend(change.announce);
+        }
+    }
+    announced
 }
 
 /// Sets a condition; returns true when it was added or its status flipped.

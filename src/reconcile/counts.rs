@@ -1,4 +1,4 @@
-//! `status.replicaStatuses` (contract §7.1, §6.4): per replica type the Running, Succeeded
+//! `status.replicaStatuses` (docs/behaviour.md §7.1, §6.4): per replica type the Running, Succeeded
 //! and Failed pods, the durable restart count with its per-pod bookkeeping, and the type's
 //! label selector. Pure.
 //!
@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::labels::selector_string;
-use super::plan::Deletion;
+use super::model::Deletion;
 use super::replicas::{Children, Phase};
 use super::view::JobView;
 use crate::crd::{ReplicaStatus, ReplicaType};
@@ -122,8 +122,8 @@ fn positive(n: i32) -> Option<i32> {
 mod tests {
     use super::*;
     use crate::crd::RestartPolicy;
-    use crate::reconcile::plan::Observed;
-    use crate::reconcile::replicas::observe;
+    use crate::reconcile::model::Observed;
+    use crate::reconcile::replicas::sort_children;
     use crate::reconcile::testing::{job, pod};
     use ReplicaType::Worker;
 
@@ -170,7 +170,7 @@ mod tests {
             if !with_uid {
                 p.metadata.uid = None;
             }
-            let children = observe(
+            let children = sort_children(
                 &j,
                 &Observed {
                     pods: vec![p],

@@ -1,4 +1,4 @@
-//! The desired Pod and headless Service of each replica (contract §4). Pure, deterministic:
+//! The desired Pod and headless Service of each replica (docs/behaviour.md §4). Pure, deterministic:
 //! the same job gives byte-identical objects every time.
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Service, ServicePort, ServiceSpec};

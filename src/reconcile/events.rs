@@ -3,46 +3,30 @@
 //! every pass; a pass retried after a failed status write re-derives the same transition. So a
 //! note is recorded only when the previous pass of the job did not have it: a note that persists
 //! is recorded once, and one that goes away and comes back (a second restart, a second
-//! suspension) is a new occurrence and recorded again. Pure data.
+//! suspension) is a new occurrence and recorded again. Pure data, one log per job (kept in
+//! `memory`).
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeSet;
 
-use jiff::{SignedDuration, Timestamp};
+use super::model::EventNote;
 
-use super::plan::EventNote;
-
-/// Notes of jobs untouched this long are forgotten (the job is most likely gone).
-pub const FORGET_AFTER: SignedDuration = SignedDuration::from_hours(1);
-
-/// The (reason, message) pairs of a job's last pass, and when that pass was.
-type Recorded = (BTreeSet<(String, String)>, Timestamp);
-
+/// The (reason, message) pairs of a job's previous pass.
 #[derive(Default, Debug)]
-pub struct EventLog {
-    jobs: Mutex<HashMap<String, Recorded>>,
+pub struct NoteLog {
+    previous: BTreeSet<(String, String)>,
 }
 
-impl EventLog {
-    /// The notes of this pass that the job's previous pass did not have; this pass becomes the
+impl NoteLog {
+    /// The notes of this pass that the previous pass did not have; this pass becomes the
     /// previous one.
-    pub fn fresh(&self, job_uid: &str, notes: &[EventNote], now: Timestamp) -> Vec<EventNote> {
-        let Ok(mut jobs) = self.jobs.lock() else {
-            return notes.to_vec();
-        };
-        jobs.retain(|_, (_, touched)| *touched + FORGET_AFTER > now);
-        let current: BTreeSet<(String, String)> = notes
-            .iter()
-            .map(|n| (n.reason.clone(), n.message.clone()))
-            .collect();
-        let (previous, touched) = jobs.entry(job_uid.to_string()).or_default();
+    pub fn fresh(&mut self, notes: &[EventNote]) -> Vec<EventNote> {
+        let key = |n: &EventNote| (n.reason.clone(), n.message.clone());
         let fresh = notes
             .iter()
-            .filter(|n| !previous.contains(&(n.reason.clone(), n.message.clone())))
+            .filter(|n| !self.previous.contains(&key(n)))
             .cloned()
             .collect();
-        *previous = current;
-        *touched = now;
+        self.previous = notes.iter().map(key).collect();
         fresh
     }
 }
@@ -50,7 +34,7 @@ impl EventLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::plan::EventType;
+    use crate::reconcile::model::EventType;
 
     fn note(reason: &str, message: &str) -> EventNote {
         EventNote {
@@ -62,48 +46,26 @@ mod tests {
 
     #[test]
     fn a_persisting_note_is_recorded_once_and_a_returning_one_again() {
-        let log = EventLog::default();
-        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        let mut log = NoteLog::default();
         let stuck = note(
             "ImagePullBackOff",
             "Pod: ns.a container tensorflow is waiting",
         );
         let restarting = note(
             "TFJobRestarting",
-            "job j is restarting because 1 Worker replica(s) failed.",
+            "job j is restarting because Worker replica(s) failed.",
         );
-        let passes: [(&[EventNote], usize); 6] = [
-            (&[stuck.clone(), restarting.clone()], 2),
-            (&[stuck.clone(), restarting.clone()], 0), // same pass again (a retried write)
-            (&[stuck.clone()], 0),                     // the stuck pod persists
-            (&[], 0),                                  // both went away
-            (&[restarting.clone()], 1),                // a second restart: a new occurrence
-            (&[stuck.clone()], 1),                     // stuck again
+        let both = vec![stuck.clone(), restarting.clone()];
+        let passes: [(Vec<EventNote>, usize); 6] = [
+            (both.clone(), 2),
+            (both, 0),                // same pass again (a retried write)
+            (vec![stuck.clone()], 0), // the stuck pod persists
+            (vec![], 0),              // both went away
+            (vec![restarting], 1),    // a second restart: a new occurrence
+            (vec![stuck], 1),         // stuck again
         ];
         for (i, (notes, want)) in passes.into_iter().enumerate() {
-            assert_eq!(log.fresh("job", notes, now).len(), want, "pass {i}");
+            assert_eq!(log.fresh(&notes).len(), want, "pass {i}");
         }
-        assert_eq!(
-            log.fresh("other", &[stuck], now).len(),
-            1,
-            "jobs are independent"
-        );
-    }
-
-    #[test]
-    fn old_jobs_are_forgotten() {
-        let log = EventLog::default();
-        let now = Timestamp::from_second(1_700_000_000).unwrap();
-        let notes = [note("TFJobCreated", "x")];
-        log.fresh("job", &notes, now);
-        assert_eq!(
-            log.fresh(
-                "job",
-                &notes,
-                now + FORGET_AFTER + SignedDuration::from_secs(1)
-            )
-            .len(),
-            1
-        );
     }
 }

@@ -4,10 +4,9 @@
 //! missing; right after deleting a failed pod, it may still show it failed. Planning on such a
 //! stale view would create twice or count a restart twice. So the controller remembers its own
 //! pod writes (and service creates) and lays them over the cache until the cache catches up (or
-//! they expire). Pure data; the caller passes `now`.
+//! they expire). Pure data, one `Pending` per job (kept in `memory`); the caller passes `now`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -17,8 +16,9 @@ use kube::Resource;
 /// After this long an unmet expectation is dropped: the cache is trusted again.
 pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
 
+/// One job's pending writes.
 #[derive(Default, Debug)]
-struct Pending {
+pub struct Pending {
     /// Pods we created, by name, with what the API server returned.
     created: BTreeMap<String, (Pod, Timestamp)>,
     /// Pods we deleted, by uid.
@@ -27,15 +27,6 @@ struct Pending {
     failed_creates: BTreeMap<String, Timestamp>,
     /// Services we created, by name.
     created_services: BTreeMap<String, (Service, Timestamp)>,
-}
-
-impl Pending {
-    fn is_empty(&self) -> bool {
-        self.created.is_empty()
-            && self.deleted.is_empty()
-            && self.failed_creates.is_empty()
-            && self.created_services.is_empty()
-    }
 }
 
 /// `cached` plus the objects we created that it lacks; created objects it now has, or whose
@@ -52,110 +43,66 @@ fn lay_over<K: Resource + Clone>(
     cached
 }
 
-/// Pending pod writes per job (keyed by the job's uid).
-#[derive(Default, Debug)]
-pub struct Expectations {
-    jobs: Mutex<HashMap<String, Pending>>,
-}
-
-impl Expectations {
-    pub fn created(&self, job_uid: &str, pod: Pod, now: Timestamp) {
-        let Some(name) = pod.metadata.name.clone() else {
-            return;
-        };
-        self.with(job_uid, |p| {
-            p.created.insert(name, (pod, now));
-        });
+impl Pending {
+    pub fn created(&mut self, pod: Pod, now: Timestamp) {
+        if let Some(name) = pod.metadata.name.clone() {
+            self.created.insert(name, (pod, now));
+        }
     }
 
-    pub fn service_created(&self, job_uid: &str, service: Service, now: Timestamp) {
-        let Some(name) = service.metadata.name.clone() else {
-            return;
-        };
-        self.with(job_uid, |p| {
-            p.created_services.insert(name, (service, now));
-        });
+    pub fn service_created(&mut self, service: Service, now: Timestamp) {
+        if let Some(name) = service.metadata.name.clone() {
+            self.created_services.insert(name, (service, now));
+        }
+    }
+
+    pub fn deleted(&mut self, pod_uid: &str, now: Timestamp) {
+        self.deleted.insert(pod_uid.to_string(), now);
+    }
+
+    pub fn create_failed(&mut self, pod_name: &str, now: Timestamp) {
+        self.failed_creates
+            .entry(pod_name.to_string())
+            .or_insert(now);
     }
 
     /// The cached services plus those we created that the cache does not show yet.
-    pub fn overlay_services(
-        &self,
-        job_uid: &str,
-        services: Vec<Service>,
-        now: Timestamp,
-    ) -> Vec<Service> {
-        let mut out = Vec::new();
-        self.with(job_uid, |p| {
-            out = lay_over(&mut p.created_services, services, now)
-        });
-        out
-    }
-
-    pub fn deleted(&self, job_uid: &str, pod_uid: &str, now: Timestamp) {
-        self.with(job_uid, |p| {
-            p.deleted.insert(pod_uid.to_string(), now);
-        });
-    }
-
-    pub fn create_failed(&self, job_uid: &str, pod_name: &str, now: Timestamp) {
-        self.with(job_uid, |p| {
-            p.failed_creates.entry(pod_name.to_string()).or_insert(now);
-        });
+    pub fn overlay_services(&mut self, services: Vec<Service>, now: Timestamp) -> Vec<Service> {
+        lay_over(&mut self.created_services, services, now)
     }
 
     /// Pods whose create failed and that have not existed since: their absence is no deletion.
-    pub fn never_created(&self, job_uid: &str, pods: &[Pod], now: Timestamp) -> BTreeSet<String> {
-        let mut names = BTreeSet::new();
-        self.with(job_uid, |p| {
-            p.failed_creates.retain(|name, at| {
-                !pods
-                    .iter()
-                    .any(|pod| pod.metadata.name.as_ref() == Some(name))
-                    && *at + EXPECTATION_TTL > now
-            });
-            names = p.failed_creates.keys().cloned().collect();
+    pub fn never_created(&mut self, pods: &[Pod], now: Timestamp) -> BTreeSet<String> {
+        self.failed_creates.retain(|name, at| {
+            !pods
+                .iter()
+                .any(|pod| pod.metadata.name.as_ref() == Some(name))
+                && *at + EXPECTATION_TTL > now
         });
-        names
-    }
-
-    pub fn forget(&self, job_uid: &str) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.remove(job_uid);
-        }
+        self.failed_creates.keys().cloned().collect()
     }
 
     /// The cached pods as they are after our pending writes: created pods the cache lacks are
     /// added, deleted pods the cache still shows live are shown terminating. Expectations the
     /// cache now satisfies, or that expired, are dropped.
-    pub fn overlay(&self, job_uid: &str, mut pods: Vec<Pod>, now: Timestamp) -> Vec<Pod> {
-        let mut out = Vec::new();
-        self.with(job_uid, |p| {
-            p.deleted.retain(|uid, at| {
-                let still_live = pods.iter().any(|pod| {
-                    pod.metadata.uid.as_ref() == Some(uid)
-                        && pod.metadata.deletion_timestamp.is_none()
-                });
-                still_live && *at + EXPECTATION_TTL > now
+    pub fn overlay(&mut self, mut pods: Vec<Pod>, now: Timestamp) -> Vec<Pod> {
+        self.deleted.retain(|uid, at| {
+            let still_live = pods.iter().any(|pod| {
+                pod.metadata.uid.as_ref() == Some(uid) && pod.metadata.deletion_timestamp.is_none()
             });
-            for pod in pods.iter_mut() {
-                let deleted_at = pod.metadata.uid.as_ref().and_then(|uid| p.deleted.get(uid));
-                if let Some(at) = deleted_at {
-                    pod.metadata.deletion_timestamp = Some(Time(*at));
-                }
-            }
-            out = lay_over(&mut p.created, std::mem::take(&mut pods), now);
+            still_live && *at + EXPECTATION_TTL > now
         });
-        out
-    }
-
-    fn with(&self, job_uid: &str, f: impl FnOnce(&mut Pending)) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            let pending = jobs.entry(job_uid.to_string()).or_default();
-            f(pending);
-            if pending.is_empty() {
-                jobs.remove(job_uid);
+        for pod in pods.iter_mut() {
+            let deleted_at = pod
+                .metadata
+                .uid
+                .as_ref()
+                .and_then(|uid| self.deleted.get(uid));
+            if let Some(at) = deleted_at {
+                pod.metadata.deletion_timestamp = Some(Time(*at));
             }
         }
+        lay_over(&mut self.created, pods, now)
     }
 }
 
@@ -192,63 +139,60 @@ mod tests {
 
     #[test]
     fn a_created_pod_missing_from_the_cache_is_shown_until_the_cache_has_it() {
-        let e = Expectations::default();
-        e.created("job", pod("j-worker-0", "u1"), t(0));
+        let mut e = Pending::default();
+        e.created(pod("j-worker-0", "u1"), t(0));
         assert_eq!(
-            names(&e.overlay("job", vec![], t(1))),
+            names(&e.overlay(vec![], t(1))),
             [("j-worker-0".to_string(), false)]
         );
         // The cache caught up: the expectation is met and dropped.
         assert_eq!(
-            names(&e.overlay("job", vec![pod("j-worker-0", "u1")], t(2))).len(),
+            names(&e.overlay(vec![pod("j-worker-0", "u1")], t(2))).len(),
             1
         );
-        assert!(e.overlay("job", vec![], t(3)).is_empty());
+        assert!(e.overlay(vec![], t(3)).is_empty());
     }
 
     #[test]
     fn a_deleted_pod_still_cached_live_is_shown_terminating() {
-        let e = Expectations::default();
-        e.deleted("job", "u1", t(0));
-        let seen = e.overlay("job", vec![pod("j-worker-0", "u1")], t(1));
+        let mut e = Pending::default();
+        e.deleted("u1", t(0));
+        let seen = e.overlay(vec![pod("j-worker-0", "u1")], t(1));
         assert_eq!(names(&seen), [("j-worker-0".to_string(), true)]);
         // A new pod with the same name but another uid is not masked.
-        let seen = e.overlay("job", vec![pod("j-worker-0", "u2")], t(2));
+        let seen = e.overlay(vec![pod("j-worker-0", "u2")], t(2));
         assert_eq!(names(&seen), [("j-worker-0".to_string(), false)]);
     }
 
     #[test]
     fn expectations_expire() {
-        let e = Expectations::default();
-        e.created("job", pod("j-worker-0", "u1"), t(0));
-        e.deleted("job", "u9", t(0));
+        let mut e = Pending::default();
+        e.created(pod("j-worker-0", "u1"), t(0));
+        e.deleted("u9", t(0));
         let later = t(61);
-        assert!(e.overlay("job", vec![], later).is_empty());
+        assert!(e.overlay(vec![], later).is_empty());
         assert_eq!(
-            names(&e.overlay("job", vec![pod("x", "u9")], later)),
+            names(&e.overlay(vec![pod("x", "u9")], later)),
             [("x".to_string(), false)]
         );
     }
 
     #[test]
     fn a_failed_create_is_remembered_until_the_pod_exists() {
-        let e = Expectations::default();
-        e.create_failed("job", "j-worker-0", t(0));
+        let mut e = Pending::default();
+        e.create_failed("j-worker-0", t(0));
         assert_eq!(
-            e.never_created("job", &[], t(1)),
+            e.never_created(&[], t(1)),
             BTreeSet::from(["j-worker-0".to_string()])
         );
-        assert!(
-            e.never_created("job", &[pod("j-worker-0", "u1")], t(2))
-                .is_empty()
-        );
+        assert!(e.never_created(&[pod("j-worker-0", "u1")], t(2)).is_empty());
         // Once it existed, a later absence is a real deletion.
-        assert!(e.never_created("job", &[], t(3)).is_empty());
+        assert!(e.never_created(&[], t(3)).is_empty());
     }
 
     #[test]
     fn a_created_service_is_shown_until_the_cache_has_it() {
-        let e = Expectations::default();
+        let mut e = Pending::default();
         let svc = |name: &str| Service {
             metadata: ObjectMeta {
                 name: Some(name.into()),
@@ -256,25 +200,12 @@ mod tests {
             },
             ..Default::default()
         };
-        e.service_created("job", svc("j-worker-0"), t(0));
-        assert_eq!(e.overlay_services("job", vec![], t(1)).len(), 1);
-        assert_eq!(
-            e.overlay_services("job", vec![svc("j-worker-0")], t(2))
-                .len(),
-            1
-        );
+        e.service_created(svc("j-worker-0"), t(0));
+        assert_eq!(e.overlay_services(vec![], t(1)).len(), 1);
+        assert_eq!(e.overlay_services(vec![svc("j-worker-0")], t(2)).len(), 1);
         assert!(
-            e.overlay_services("job", vec![], t(3)).is_empty(),
+            e.overlay_services(vec![], t(3)).is_empty(),
             "met, then forgotten"
         );
-    }
-
-    #[test]
-    fn jobs_are_independent() {
-        let e = Expectations::default();
-        e.created("a", pod("a-worker-0", "u1"), t(0));
-        assert!(e.overlay("b", vec![], t(1)).is_empty());
-        e.forget("a");
-        assert!(e.overlay("a", vec![], t(1)).is_empty());
     }
 }

@@ -1,16 +1,15 @@
-//! The end of a job (contract §6.3, §7.3, §7.4): which replica decides success, the
+//! The end of a job (docs/behaviour.md §6.3, §7.3, §7.4): which replica decides success, the
 //! terminal conditions and messages, and what a finished job deletes. Pure.
 
-use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeMap;
 
-use super::conditions::{self, Wanted};
-use super::plan::{Deletion, EventNote};
+use super::conditions::{self, Change, Wanted};
+use super::model::{Deletion, EventNote};
 use super::replicas::{Children, Phase};
 use super::view::JobView;
 use crate::crd::{
     CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
-    ReplicaType, SuccessPolicy, TFJobStatus,
+    ReplicaStatus, ReplicaType, SuccessPolicy, TFJobStatus,
 };
 
 /// Why a job failed.
@@ -99,43 +98,41 @@ pub fn succeeded(view: &JobView<'_>, children: &Children) -> bool {
     }
 }
 
-/// Makes the job terminal: Running/Restarting (if True) turn False with the verdict's
-/// reason and message, then the terminal condition is added last, `completionTime` = now,
-/// and on success the pods still active count as succeeded (the counts freeze here).
-pub fn conclude(view: &JobView<'_>, status: &mut TFJobStatus, verdict: &Verdict) -> EventNote {
+/// The conditions that make the job terminal: Running/Restarting (if True) turn False with
+/// the verdict's reason and message, then the terminal condition is added last, announced
+/// by an event (Normal on success, Warning on failure). The caller sets `completionTime`
+/// and, on success, settles the counts (`settle_counts`).
+pub fn conclude(view: &JobView<'_>, verdict: &Verdict) -> Vec<Change<'static>> {
     let (reason, message) = (verdict.reason(), verdict.message(view));
-    let now: Timestamp = view.now;
-    for t in [ConditionType::Running, ConditionType::Restarting] {
-        if conditions::is_true(&status.conditions, t) {
-            conditions::set(
-                &mut status.conditions,
-                Wanted::new(t, false, reason, message.clone()),
-                now,
-            );
-        }
-    }
-    let terminal = match verdict {
-        Verdict::Succeeded => ConditionType::Succeeded,
-        Verdict::Failed(_) => ConditionType::Failed,
+    let (terminal, note) = match verdict {
+        Verdict::Succeeded => (
+            ConditionType::Succeeded,
+            EventNote::normal(reason, message.clone()),
+        ),
+        Verdict::Failed(_) => (
+            ConditionType::Failed,
+            EventNote::warning(reason, message.clone()),
+        ),
     };
-    conditions::set(
-        &mut status.conditions,
-        Wanted::new(terminal, true, reason, message.clone()),
-        now,
-    );
-    status.completion_time = Some(Time(now));
-    if *verdict == Verdict::Succeeded {
-        for counts in status.replica_statuses.values_mut() {
-            let moved = counts.active.take().unwrap_or(0) + counts.succeeded.unwrap_or(0);
-            counts.succeeded = (moved > 0).then_some(moved);
-        }
-        EventNote::normal(reason, message)
-    } else {
-        EventNote::warning(reason, message)
-    }
+    vec![
+        Change::clear(ConditionType::Running, reason, message.clone()),
+        Change::clear(ConditionType::Restarting, reason, message.clone()),
+        Change::to(Wanted::new(terminal, true, reason, message)).announcing(note),
+    ]
 }
 
-/// Pods and services a finished job deletes (contract §6.3): All → every one; Running →
+/// On success the pods still active count as succeeded; the counts freeze from here on.
+pub fn settle_counts(
+    mut statuses: BTreeMap<ReplicaType, ReplicaStatus>,
+) -> BTreeMap<ReplicaType, ReplicaStatus> {
+    for counts in statuses.values_mut() {
+        let moved = counts.active.take().unwrap_or(0) + counts.succeeded.unwrap_or(0);
+        counts.succeeded = (moved > 0).then_some(moved);
+    }
+    statuses
+}
+
+/// Pods and services a finished job deletes (docs/behaviour.md §6.3): All → every one; Running →
 /// pods still Pending/Running (or Unknown) and their services, keeping finished pods and
 /// their logs; None → nothing. Failing on the deadline or the backoff limit also deletes the
 /// unfinished pods (and their services) whatever the policy: they would run on for nothing.

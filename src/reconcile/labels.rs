@@ -1,7 +1,8 @@
-//! Child names, labels and selectors (contract §4, §7.1). Pure.
+//! Child names, labels and selectors (docs/behaviour.md §4, §7.1). Pure.
 
 use std::collections::BTreeMap;
 
+pub use crate::crd::names::child_name;
 use crate::crd::{ReplicaType, TFJob, TFJobSpec};
 
 pub const LABEL_OPERATOR_NAME: &str = "training.kubeflow.org/operator-name";
@@ -14,11 +15,6 @@ pub const OPERATOR_NAME: &str = "tfjob-controller";
 pub const JOB_ROLE_MASTER: &str = "master";
 /// Namespace of a job whose manifest names none (as `kubectl apply` would place it).
 pub const DEFAULT_NAMESPACE: &str = "default";
-
-/// `<job>-<t>-<i>`, the name of both the pod and the service of a replica.
-pub fn child_name(job: &str, t: ReplicaType, index: i32) -> String {
-    format!("{job}-{}-{index}", t.lower())
-}
 
 /// The job's name (empty when unset, which validation refuses).
 pub fn job_name(job: &TFJob) -> &str {

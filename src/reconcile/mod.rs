@@ -1,26 +1,153 @@
-//! Reconciling a TFJob. Pure: naming and labels, TF_CONFIG, desired children, the decision core
-//! (`plan`), expectations and the event log. I/O: `observe` (cache reads), `apply` (API writes),
-//! `controller` (the driver and its watches).
+//! Reconciling a TFJob. One pass is [`reconcile`]: decode → (wait for complete caches) →
+//! observe → plan → apply → write status, each step its own module.
+//!
+//! Pure: naming and labels, TF_CONFIG, desired children, the decision core (`plan` and its
+//! rules, over the vocabulary of `model`), and the per-job `memory`. I/O: `observe` (cache
+//! reads), `apply` and `status` (API writes), `watches` (the watches feeding the controller).
 
 pub mod apply;
 pub mod children;
 pub mod conditions;
-pub mod controller;
 pub mod counts;
 pub mod desired;
 pub mod events;
 pub mod expectations;
 pub mod finish;
+pub mod job;
 pub mod labels;
+pub mod memory;
+pub mod model;
 pub mod observe;
 pub mod plan;
 pub mod progress;
 pub mod replicas;
 pub mod restarts;
+pub mod status;
 pub mod suspend;
 #[cfg(test)]
 pub mod testing;
 pub mod tf_config;
 pub mod timers;
+pub mod triggers;
 pub mod unreadable;
 pub mod view;
+pub mod watches;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::runtime::controller::Action;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::Store;
+use kube::{Client, ResourceExt};
+
+use self::apply::Target;
+use self::job::Job;
+use self::memory::{JobMemory, Memory};
+use self::model::Settings;
+use self::watches::Caches;
+use crate::crd::object::JobObject;
+use crate::error::Error;
+use crate::metrics::Metrics;
+
+/// State shared by every pass of every watched namespace.
+pub struct Shared {
+    pub client: Client,
+    pub settings: Settings,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    /// What is remembered about each job between passes.
+    pub memory: Memory,
+}
+
+/// What one namespace's controller reconciles with.
+pub struct Context {
+    pub shared: Arc<Shared>,
+    pub pods: Store<Pod>,
+    pub services: Store<Service>,
+    pub caches: Caches,
+}
+
+/// One pass for one job.
+#[tracing::instrument(skip_all, fields(job = %object.name_any(), namespace = object.namespace().unwrap_or_default()))]
+pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let shared = &ctx.shared;
+    let job = Job::decode(&object)?;
+    if let Some(action) = not_now(shared, &job) {
+        return Ok(action);
+    }
+    ctx.caches.synced().await?;
+    let now = Timestamp::now();
+    let observed = observe::observe_children(&ctx, &job, now);
+    let plan = job.plan(&observed, now, &shared.settings);
+    let children = apply::apply_plan(&Target::new(shared, &job), &plan).await;
+    status::write(shared, &job, plan.status.as_ref()).await?;
+    if plan.delete_job {
+        apply::delete_job(shared, &job).await?;
+    }
+    children?;
+    shared.memory.with(job.uid, JobMemory::succeeded);
+    shared.metrics.observe_reconcile(started.elapsed());
+    Ok(match plan.requeue_at {
+        Some(at) => Action::requeue(Duration::try_from(at.duration_since(now)).unwrap_or_default()),
+        None => Action::await_change(),
+    })
+}
+
+/// Passes that must not plan: a job being deleted is left to garbage collection (and
+/// forgotten), and a cached job older than our own last status write would make the pass
+/// redo what that write recorded (the cache catches up within moments).
+fn not_now(shared: &Shared, job: &Job<'_>) -> Option<Action> {
+    if job.deleting {
+        shared.memory.forget(job.uid);
+        return Some(Action::await_change());
+    }
+    let stale = shared
+        .memory
+        .with(job.uid, |m| m.predates_our_write(job.resource_version));
+    stale.then(|| Action::requeue(Duration::from_millis(100)))
+}
+
+/// A failed pass is retried: soon when it only has to wait (caches re-listing, a conflict
+/// with a newer version of the job), else with exponential backoff per job (0.5 s doubling
+/// to 5 min), so an overloaded or failing API server is not hammered.
+pub fn error_policy(object: Arc<JobObject>, error: &Error, ctx: Arc<Context>) -> Action {
+    let shared = &ctx.shared;
+    shared
+        .metrics
+        .reconcile_errors
+        .get_or_create(&crate::metrics::ErrorLabels {
+            error: error.metric_label(),
+        })
+        .inc();
+    if error.is_wait() {
+        tracing::debug!(error = %error, "reconcile deferred");
+        return Action::requeue(Duration::from_millis(500));
+    }
+    let uid = object.uid().unwrap_or_default();
+    let attempts = shared.memory.with(&uid, JobMemory::failed);
+    tracing::warn!(error = %error, attempts, "reconcile failed");
+    Action::requeue(backoff(attempts))
+}
+
+fn backoff(attempts: u32) -> Duration {
+    let millis = 500u64.saturating_mul(1u64 << attempts.saturating_sub(1).min(20));
+    Duration::from_millis(millis.min(300_000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let got: Vec<u64> = [1, 2, 3, 10, 30]
+            .iter()
+            .map(|&a| backoff(a).as_millis() as u64)
+            .collect();
+        assert_eq!(got, [500, 1000, 2000, 256_000, 300_000]);
+    }
+}

@@ -2,52 +2,50 @@
 //! the controller's own pending writes laid over them, and trimming cached objects to what the
 //! decision core reads.
 
+use std::collections::BTreeMap;
+
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus, Service};
 use kube::ResourceExt;
-use kube::runtime::reflector::Store;
 
-use super::expectations::Expectations;
+use super::Context;
+use super::job::Job;
 use super::labels::LABEL_JOB_NAME;
-use super::plan::Observed;
+use super::model::Observed;
 
-/// The pods and services in `namespace` labelled with the job's name, with the controller's
-/// own pending pod writes laid over the cache.
-pub fn observe(
-    namespace: &str,
-    job_name: &str,
-    job_uid: &str,
-    pods: &Store<Pod>,
-    services: &Store<Service>,
-    expectations: &Expectations,
-    now: Timestamp,
-) -> Observed {
-    let of_job = |labels: &std::collections::BTreeMap<String, String>, ns: Option<String>| {
-        ns.as_deref() == Some(namespace)
-            && labels.get(LABEL_JOB_NAME).map(String::as_str) == Some(job_name)
+/// The pods and services in the job's namespace labelled with its name, from the caches,
+/// with the controller's own pending writes laid over them.
+pub fn observe_children(ctx: &Context, job: &Job<'_>, now: Timestamp) -> Observed {
+    let of_job = |labels: &BTreeMap<String, String>, ns: Option<String>| {
+        ns.as_deref() == Some(job.namespace)
+            && labels.get(LABEL_JOB_NAME).map(String::as_str) == Some(job.name)
     };
-    let cached_pods: Vec<Pod> = pods
+    let cached_pods: Vec<Pod> = ctx
+        .pods
         .state()
         .into_iter()
         .filter(|p| of_job(p.labels(), p.namespace()))
         .map(|p| (*p).clone())
         .collect();
-    let mut pods = expectations.overlay(job_uid, cached_pods, now);
-    let never_created = expectations.never_created(job_uid, &pods, now);
-    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let cached_services: Vec<Service> = services
+    let cached_services: Vec<Service> = ctx
+        .services
         .state()
         .into_iter()
         .filter(|s| of_job(s.labels(), s.namespace()))
         .map(|s| (*s).clone())
         .collect();
-    let mut services = expectations.overlay_services(job_uid, cached_services, now);
-    services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    Observed {
-        pods,
-        services,
-        never_created,
-    }
+    ctx.shared.memory.with(job.uid, |m| {
+        let mut pods = m.pending.overlay(cached_pods, now);
+        let never_created = m.pending.never_created(&pods, now);
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut services = m.pending.overlay_services(cached_services, now);
+        services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Observed {
+            pods,
+            services,
+            never_created,
+        }
+    })
 }
 
 /// Keep in the pod cache only what the decision core reads: identity, labels, owners,

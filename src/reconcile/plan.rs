@@ -1,12 +1,14 @@
 //! The decision core: given a job, what was observed for it and `now`, decide the actions
 //! and the new status. Pure: no I/O, no clock, no environment.
 //!
-//! `plan` only composes the rules, each in its own module: `replicas` (what was observed),
-//! `restarts` (exit codes, restarts, backoff), `finish` (success, failure, cleanup),
-//! `timers` (deadline, TTL), `suspend`, `progress` (Running/Restarting), `children`
-//! (create, scale down), `counts` (replicaStatuses), `conditions` (the flip rule).
+//! `plan` only composes the rules, each in its own module and each returning its decision
+//! as a value: `replicas` (what was observed), `restarts` (exit codes, restarts, backoff),
+//! `finish` (success, failure, cleanup), `timers` (deadline, TTL), `suspend`, `progress`
+//! (Created/Running/Restarting), `children` (create, scale down), `counts`
+//! (replicaStatuses). The composer applies their condition changes (`conditions`) in the
+//! order it consults them, which is visible below and is the order of the conditions list.
 //!
-//! Decisions beyond the contract's wording:
+//! Decisions beyond the wording of docs/behaviour.md (recorded there too):
 //! - Restart counting (DECIDED by the lead): `replicaStatuses[T].restarts` is the durable
 //!   count of every restart. Kubelet restarts are added incrementally each pass, per pod
 //!   uid, with `replicaStatuses[T].podRestarts` recording what was already counted
@@ -31,98 +33,25 @@
 //!   and TTL deletion are Normal.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::conditions::{self, Wanted};
+use super::conditions::{self, Change};
 use super::finish::{self, Cause, Verdict};
+use super::model::{Deletion, EventNote, Observed, Plan, Settings};
 use super::replicas::{self, Children};
+use super::restarts::{self, Restart};
 use super::timers::{self, Timer};
 use super::view::JobView;
-use super::{children, counts, desired, progress, restarts, suspend};
+use super::{children, counts, progress, suspend};
 use crate::crd::validation::validate;
-use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_CREATED, TFJob, TFJobStatus};
+use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, TFJob, TFJobStatus};
 
-/// Operator settings the pure core depends on.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Settings {
-    /// Appended to service addresses in TF_CONFIG (`<svc>.<ns>.svc.<domain>`), when set.
-    pub cluster_domain: Option<String>,
-}
+pub use super::progress::REASON_SET_RESTART_POLICY;
 
-/// What the controller observed for one job: the pods and services in the job's namespace
-/// labelled `training.kubeflow.org/job-name=<job>` (owned by this job or not).
-#[derive(Clone, Debug, Default)]
-pub struct Observed {
-    pub pods: Vec<Pod>,
-    pub services: Vec<Service>,
-    /// Pods the controller tried to create, whose create failed, and that have not existed
-    /// since: their absence is not a deletion from outside (no restart is counted).
-    pub never_created: std::collections::BTreeSet<String>,
-}
-
-/// A child to delete; `uid` is sent as a delete precondition so a newer object with the
-/// same name is never deleted by mistake.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Deletion {
-    pub name: String,
-    pub uid: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-/// An event about the job to record (its `involvedObject` is the TFJob).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventNote {
-    pub type_: EventType,
-    pub reason: String,
-    pub message: String,
-}
-
-impl EventNote {
-    pub fn normal(reason: &str, message: String) -> Self {
-        Self {
-            type_: EventType::Normal,
-            reason: reason.to_string(),
-            message,
-        }
-    }
-
-    pub fn warning(reason: &str, message: String) -> Self {
-        Self {
-            type_: EventType::Warning,
-            reason: reason.to_string(),
-            message,
-        }
-    }
-}
-
-/// Everything one reconcile pass decided. Applying it is the controller's job.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Plan {
-    pub create_pods: Vec<Pod>,
-    pub create_services: Vec<Service>,
-    pub delete_pods: Vec<Deletion>,
-    pub delete_services: Vec<Deletion>,
-    /// TTL expired: delete the TFJob itself (children follow by garbage collection).
-    pub delete_job: bool,
-    /// The status the job should have; `None` means do not touch it (job not ours).
-    pub status: Option<TFJobStatus>,
-    pub events: Vec<EventNote>,
-    /// Reconcile again at this moment at the latest (deadline, TTL).
-    pub requeue_at: Option<Timestamp>,
-}
-
-/// Event reason: a template's own restartPolicy is overridden (once per job).
-pub const REASON_SET_RESTART_POLICY: &str = "SetPodTemplateRestartPolicy";
 /// Event reason: the TTL after finishing expired and the job is deleted.
 pub const REASON_DELETE_JOB: &str = "SuccessfulDeleteJob";
 
-/// Decide what to do for `job`: a composer of one rule per step (contract §6, §7).
+/// Decide what to do for `job`: a composer of one rule per step (docs/behaviour.md §6, §7).
 ///
 /// Jobs handed to MultiKueue (`managedBy: kueue.x-k8s.io/multikueue`) and jobs being
 /// deleted get an empty plan and no status: the first are someone else's, the second are
@@ -138,27 +67,60 @@ pub fn plan(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
         return Plan::default();
     }
     let view = JobView::new(job, now, settings);
-    let children = replicas::observe(job, observed);
-    let mut status = job.status.clone().unwrap_or_default();
-    let mut out = Plan {
-        events: children.foreign_events(view.namespace, view.name),
-        ..Plan::default()
+    let children = replicas::sort_children(job, observed);
+    let mut pass = Pass {
+        status: job.status.clone().unwrap_or_default(),
+        plan: Plan {
+            events: children.foreign_events(view.namespace, view.name),
+            ..Plan::default()
+        },
+        now,
     };
-    if !conditions::is_finished(&status) {
+    if !conditions::is_finished(&pass.status) {
         match invalid(job) {
-            Some(errors) => {
-                let verdict = Verdict::Failed(Cause::Validation(errors));
-                out.events
-                    .push(finish::conclude(&view, &mut status, &verdict));
-            }
-            None => run(&view, &children, &mut status, &mut out),
+            Some(errors) => pass.conclude(&view, Verdict::Failed(Cause::Validation(errors))),
+            None => run(&view, &children, &mut pass),
         }
     }
-    if conditions::is_finished(&status) {
-        finished(&view, &children, &status, &mut out);
+    if conditions::is_finished(&pass.status) {
+        finished(&view, &children, &mut pass);
     }
-    out.status = Some(status);
-    out
+    pass.plan.status = Some(pass.status);
+    pass.plan
+}
+
+/// The pass being composed: the status as the rules decided so far, and the plan.
+struct Pass {
+    status: TFJobStatus,
+    plan: Plan,
+    now: Timestamp,
+}
+
+impl Pass {
+    /// Applies condition changes in order, keeping the events of those that took effect.
+    fn change<'a>(&mut self, changes: impl IntoIterator<Item = Change<'a>>) {
+        let announced = conditions::apply(&mut self.status.conditions, changes, self.now);
+        self.plan.events.extend(announced);
+    }
+
+    fn events(&mut self, notes: impl IntoIterator<Item = EventNote>) {
+        self.plan.events.extend(notes);
+    }
+
+    fn delete(&mut self, pods: impl IntoIterator<Item = Deletion>, services: Vec<Deletion>) {
+        self.plan.delete_pods.extend(pods);
+        self.plan.delete_services.extend(services);
+    }
+
+    /// The job ends: terminal conditions, `completionTime`, and on success the counts settle.
+    fn conclude(&mut self, view: &JobView<'_>, verdict: Verdict) {
+        self.change(finish::conclude(view, &verdict));
+        self.status.completion_time = Some(Time(self.now));
+        if verdict == Verdict::Succeeded {
+            let statuses = std::mem::take(&mut self.status.replica_statuses);
+            self.status.replica_statuses = finish::settle_counts(statuses);
+        }
+    }
 }
 
 /// Every validation problem, joined by "; " so the message stays one line in
@@ -179,108 +141,95 @@ fn invalid(job: &TFJob) -> Option<String> {
     (!errors.is_empty()).then(|| errors.join("; "))
 }
 
-/// An unfinished, valid job: first-reconcile conditions, then suspend, or resume and run.
-fn run(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus, out: &mut Plan) {
-    created(view, status, out);
+/// An unfinished, valid job: Created, then suspend, or resume and run to a verdict.
+fn run(view: &JobView<'_>, children: &Children, pass: &mut Pass) {
+    pass.change([progress::created(view)]);
     // Kubelet restarts are facts whatever this pass decides: counted first, on every pass
     // of a running job (suspending, concluding or not).
-    let book =
-        counts::RestartBook::recorded(&status.replica_statuses).with_kubelet_restarts(children);
+    let book = counts::RestartBook::recorded(&pass.status.replica_statuses)
+        .with_kubelet_restarts(children);
     if view.suspended() {
-        suspend::suspend(view, children, status, out);
-        status.replica_statuses = counts::replica_statuses(view, children, &book, &out.delete_pods);
-        return;
+        let suspension = suspend::suspend(view, children);
+        pass.status.replica_statuses =
+            counts::replica_statuses(view, children, &book, &suspension.delete_pods);
+        pass.delete(suspension.delete_pods, suspension.delete_services);
+        return pass.change(suspension.changes);
     }
-    let started = status.start_time.is_some() && !suspend::resume(view, status, out);
-    status.start_time.get_or_insert(Time(view.now));
-    let restarting = conditions::is_true(&status.conditions, ConditionType::Restarting);
+    let resumed = suspend::resume(view, &pass.status.conditions);
+    let started = pass.status.start_time.is_some() && resumed.is_none();
+    if !started {
+        pass.status.start_time = Some(Time(view.now));
+    }
+    pass.change(resumed);
+    let restarting = conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
     let scan = restarts::scan(view, children, &book.restarts, restarting, started);
+    let deadline = timers::deadline(view, pass.status.start_time.as_ref());
     let verdict = if finish::succeeded(view, children) {
         Some(Verdict::Succeeded)
     } else if let Some(cause) = scan.failure.clone() {
         Some(Verdict::Failed(cause))
     } else {
-        (timers::deadline(view, status) == Timer::Due).then_some(Verdict::Failed(Cause::Deadline))
+        (deadline == Timer::Due).then_some(Verdict::Failed(Cause::Deadline))
     };
     let Some(verdict) = verdict else {
-        let restarted: Vec<_> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
+        let restarted: Vec<Deletion> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
         let book = counts::RestartBook {
             restarts: scan.counts,
             ..book
         };
-        status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
-        out.events.extend(scan.events);
-        out.events.extend(children.stuck_events(view.namespace));
-        return advance(view, children, &scan.restarts, status, out);
+        pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
+        pass.events(scan.events);
+        pass.events(children.stuck_events(view.namespace));
+        return advance(view, children, &scan.restarts, restarted, deadline, pass);
     };
-    status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
+    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
     if scan.failure.is_some() && matches!(verdict, Verdict::Failed(_)) {
-        out.events.extend(scan.events);
+        pass.events(scan.events);
     }
-    out.events.push(finish::conclude(view, status, &verdict));
-}
-
-/// First reconcile: Created=True, and the one warning about overridden template restart
-/// policies (emitted with the condition, so once per job).
-fn created(view: &JobView<'_>, status: &mut TFJobStatus, out: &mut Plan) {
-    let message = format!("TFJob {} is created.", view.name);
-    let wanted = Wanted::new(
-        ConditionType::Created,
-        true,
-        REASON_CREATED,
-        message.clone(),
-    );
-    if !conditions::set(&mut status.conditions, wanted, view.now) {
-        return;
-    }
-    out.events.push(EventNote::normal(REASON_CREATED, message));
-    if desired::template_sets_restart_policy(view.job) {
-        let message = "Restart policy in pod template is overridden by the replica's \
-                       restartPolicy"
-            .to_string();
-        out.events
-            .push(EventNote::warning(REASON_SET_RESTART_POLICY, message));
-    }
+    pass.conclude(view, verdict);
 }
 
 /// A job that keeps running: create what is missing, drop the surplus, restart failed
-/// replicas, update Running/Restarting and wake up for the deadline.
+/// replicas (`restarted`: their pods), update Running/Restarting and wake up for the
+/// deadline.
 fn advance(
     view: &JobView<'_>,
     children: &Children,
-    restarts: &[restarts::Restart],
-    status: &mut TFJobStatus,
-    out: &mut Plan,
+    restarts: &[Restart],
+    restarted: Vec<Deletion>,
+    deadline: Timer,
+    pass: &mut Pass,
 ) {
-    (out.create_pods, out.create_services) = children::missing(view, children);
+    (pass.plan.create_pods, pass.plan.create_services) = children::missing(view, children);
     let (pods, services) = children::surplus(view, children);
-    out.delete_pods.extend(pods);
-    out.delete_services.extend(services);
-    progress::restart(view, restarts, status, out);
-    if restarts.is_empty() {
-        progress::update_running(view, children, status);
+    pass.delete(pods.into_iter().chain(restarted), services);
+    match progress::restarting(view, restarts) {
+        Some(restarting) => pass.change([restarting]),
+        None => {
+            let restarting =
+                conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
+            pass.change(progress::running(view, children, restarting));
+        }
     }
-    if let Timer::At(at) = timers::deadline(view, status) {
-        out.requeue_at = Some(at);
+    if let Timer::At(at) = deadline {
+        pass.plan.requeue_at = Some(at);
     }
 }
 
 /// A finished job: clean up by policy and apply the TTL (delete now, or wake up then).
-fn finished(view: &JobView<'_>, children: &Children, status: &TFJobStatus, out: &mut Plan) {
-    let (pods, services) = finish::cleanup(view, status, children);
-    out.delete_pods.extend(pods);
-    out.delete_services.extend(services);
-    match timers::ttl(view, status) {
+fn finished(view: &JobView<'_>, children: &Children, pass: &mut Pass) {
+    let (pods, services) = finish::cleanup(view, &pass.status, children);
+    pass.delete(pods, services);
+    match timers::ttl(view, pass.status.completion_time.as_ref()) {
         Timer::Due => {
-            out.delete_job = true;
+            pass.plan.delete_job = true;
             let message = format!(
                 "Deleted TFJob {}/{}: ttlSecondsAfterFinished expired",
                 view.namespace, view.name
             );
-            out.events
-                .push(EventNote::normal(REASON_DELETE_JOB, message));
+            pass.events([EventNote::normal(REASON_DELETE_JOB, message)]);
         }
-        Timer::At(at) => out.requeue_at = Some(at),
+        Timer::At(at) => pass.plan.requeue_at = Some(at),
         Timer::Off => {}
     }
 }

@@ -1,4 +1,4 @@
-//! Scenario tests of the decision core: one table case per rule of contract §6–§7, the
+//! Scenario tests of the decision core: one table case per rule of docs/behaviour.md §6–§7, the
 //! success/failure matrix, and the fixed-point property over every case.
 
 use std::collections::BTreeMap;
@@ -12,6 +12,7 @@ use crate::crd::{
     SuccessPolicy,
 };
 use crate::reconcile::conditions::Wanted;
+use crate::reconcile::model::Deletion;
 use crate::reconcile::replicas::REASON_NOT_OWNED;
 use crate::reconcile::testing::{NS, at, job, pod, service};
 use ConditionType::{Created, Failed, Restarting, Running, Succeeded, Suspended};
@@ -85,7 +86,7 @@ fn case(
 
 /// The owned service of every owned pod (a running job has both).
 fn services_for(job: &TFJob, pods: &[Pod]) -> Vec<Service> {
-    let children = replicas::observe(
+    let children = replicas::sort_children(
         job,
         &Observed {
             pods: pods.to_vec(),
@@ -592,7 +593,7 @@ fn children_cases() -> Vec<Case> {
         at(5),
         Expect {
             conditions: Some(vec![CREATED, (Restarting, true, "TFJobRestarting")]),
-            last_message: Some("job j is restarting because 1 Worker replica(s) failed.".into()),
+            last_message: Some("job j is restarting because Worker replica(s) failed.".into()),
             events: Some(vec!["TFJobRestarting"]),
             create_pods: Some(names("j", &[(Worker, 1)])),
             create_services: Some(vec![]),
@@ -714,7 +715,7 @@ fn running_cases() -> Vec<Case> {
     let workers = fresh(&[(Ps, 1, Never), (Worker, 2, Never)]);
     let running_msg = format!("TFJob {NS}/j is running.");
     let all_children = |j: &TFJob, pods: Vec<Pod>| {
-        let c = replicas::observe(
+        let c = replicas::sort_children(
             j,
             &Observed {
                 pods: pods.clone(),
@@ -830,7 +831,7 @@ fn running_job(
 ) -> (TFJob, Vec<Pod>) {
     let j = with_status(job("j", specs), running_status());
     let special = overrides(&j);
-    let taken = replicas::observe(
+    let taken = replicas::sort_children(
         &j,
         &Observed {
             pods: special.clone(),
@@ -1117,9 +1118,7 @@ fn exit_code_matrix() -> Vec<Case> {
             at(9),
             Expect {
                 conditions: Some(vec![CREATED, (Restarting, true, "TFJobRestarting")]),
-                last_message: Some(
-                    "job j is restarting because 1 Worker replica(s) failed.".into(),
-                ),
+                last_message: Some("job j is restarting because Worker replica(s) failed.".into()),
                 events: Some(events),
                 create_pods: Some(vec![]),
                 delete_pods: Some(names("j", &[(Worker, 1)])),
@@ -1150,7 +1149,7 @@ fn exit_code_matrix() -> Vec<Case> {
     cases
 }
 
-/// Kubelet restarts (OnFailure/Always) counted in `restarts` per pod uid (contract §6.4).
+/// Kubelet restarts (OnFailure/Always) counted in `restarts` per pod uid (docs/behaviour.md §6.4).
 fn kubelet_restart_cases() -> Vec<Case> {
     let specs = [(Worker, 2, OnFailure)];
     let w0 = "uid-j-worker-0";

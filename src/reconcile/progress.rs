@@ -1,28 +1,44 @@
-//! A running job's progress conditions (contract §7.2): Restarting when replicas are
-//! restarted, Running when the deciding replica runs. Pure.
+//! A job's progress conditions (docs/behaviour.md §7.2): Created on the first pass, Restarting when
+//! replicas are restarted, Running when the deciding replica runs. Pure.
 
-use super::conditions::{self, Wanted};
-use super::plan::{EventNote, Plan};
+use super::conditions::{Change, Wanted};
+use super::desired;
+use super::model::EventNote;
 use super::replicas::{Children, Phase};
 use super::restarts::Restart;
 use super::view::JobView;
-use crate::crd::{ConditionType, REASON_RESTARTING, REASON_RUNNING, ReplicaType, TFJobStatus};
+use crate::crd::{ConditionType, REASON_CREATED, REASON_RESTARTING, REASON_RUNNING, ReplicaType};
 
-/// Deletes the failed pods being restarted (recreated next pass, once gone) and sets
-/// Restarting=True, naming the first restarted type and how many of its replicas failed.
-/// A pod deleted from outside is a restart too: marking it Restarting is what keeps a
-/// recreate that keeps failing (e.g. quota) from being counted again on every pass.
-/// The TFJobRestarting event is emitted when the condition flips.
-pub fn restart(view: &JobView<'_>, restarts: &[Restart], status: &mut TFJobStatus, out: &mut Plan) {
-    let Some(first) = restarts.first() else {
-        return;
-    };
-    let t = first.key.0;
-    out.delete_pods
-        .extend(restarts.iter().filter_map(|r| r.pod.clone()));
-    let n = restarts.iter().filter(|r| r.key.0 == t).count();
+/// Event reason: a template's own restartPolicy is overridden (once per job).
+pub const REASON_SET_RESTART_POLICY: &str = "SetPodTemplateRestartPolicy";
+
+/// Created=True, announced on the first pass together with the one warning about
+/// overridden template restart policies (so that warning comes once per job).
+pub fn created(view: &JobView<'_>) -> Change<'static> {
+    let message = format!("TFJob {} is created.", view.name);
+    let wanted = Wanted::new(
+        ConditionType::Created,
+        true,
+        REASON_CREATED,
+        message.clone(),
+    );
+    let change = Change::to(wanted).announcing(EventNote::normal(REASON_CREATED, message));
+    if !desired::template_sets_restart_policy(view.job) {
+        return change;
+    }
+    let message =
+        "Restart policy in pod template is overridden by the replica's restartPolicy".to_string();
+    change.announcing(EventNote::warning(REASON_SET_RESTART_POLICY, message))
+}
+
+/// Restarting=True when this pass restarts replicas, naming the first restarted type in
+/// Kubeflow's wording (which dashboards match on). A pod deleted from outside is a restart
+/// too: marking it Restarting is what keeps a recreate that keeps failing (e.g. quota) from
+/// being counted again on every pass. The TFJobRestarting event comes with the flip.
+pub fn restarting(view: &JobView<'_>, restarts: &[Restart]) -> Option<Change<'static>> {
+    let t = restarts.first()?.key.0;
     let message = format!(
-        "job {} is restarting because {n} {t} replica(s) failed.",
+        "job {} is restarting because {t} replica(s) failed.",
         view.name
     );
     let wanted = Wanted::new(
@@ -31,24 +47,24 @@ pub fn restart(view: &JobView<'_>, restarts: &[Restart], status: &mut TFJobStatu
         REASON_RESTARTING,
         message.clone(),
     );
-    if conditions::set(&mut status.conditions, wanted, view.now) {
-        out.events
-            .push(EventNote::warning(REASON_RESTARTING, message));
-    }
+    Some(Change::to(wanted).announcing(EventNote::warning(REASON_RESTARTING, message)))
 }
 
 /// Running=True once the chief/master pod runs (when the job has one), else once any
-/// worker runs. While Restarting and a replica's pod is still missing or going away, the
-/// job stays Restarting: flipping to Running early would make the next pass take the pod
-/// this operator deleted for one deleted from outside, and count it twice.
-pub fn update_running(view: &JobView<'_>, children: &Children, status: &mut TFJobStatus) {
-    let restarting = conditions::is_true(&status.conditions, ConditionType::Restarting);
+/// worker runs. While Restarting (`restarting`) and a replica's pod is still missing or
+/// going away, the job stays Restarting: flipping to Running early would make the next pass
+/// take the pod this operator deleted for one deleted from outside, and count it twice.
+pub fn running(
+    view: &JobView<'_>,
+    children: &Children,
+    restarting: bool,
+) -> Option<Change<'static>> {
     let incomplete = view
         .keys()
         .into_iter()
         .any(|k| children.live_pod(k).is_none());
     if restarting && incomplete {
-        return;
+        return None;
     }
     let running = |k| {
         children
@@ -63,9 +79,13 @@ pub fn update_running(view: &JobView<'_>, children: &Children, status: &mut TFJo
             .filter(|(t, _)| *t == ReplicaType::Worker)
             .any(|(t, n)| (0..n).any(|i| running((t, i)))),
     };
-    if is_running {
+    is_running.then(|| {
         let message = format!("TFJob {}/{} is running.", view.namespace, view.name);
-        let wanted = Wanted::new(ConditionType::Running, true, REASON_RUNNING, message);
-        conditions::set(&mut status.conditions, wanted, view.now);
-    }
+        Change::to(Wanted::new(
+            ConditionType::Running,
+            true,
+            REASON_RUNNING,
+            message,
+        ))
+    })
 }

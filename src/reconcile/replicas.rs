@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::labels::replica_of;
-use super::plan::{Deletion, EventNote, Observed};
+use super::model::{Deletion, EventNote, Observed};
 use crate::crd::defaults::TF_CONTAINER;
 use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 
@@ -147,7 +147,7 @@ pub fn replica_count(spec: &ReplicaSpec) -> i32 {
 
 /// Sorts the observed objects. When two owned objects claim the same replica (only by
 /// outside tampering), the one with the smallest name wins so the result is stable.
-pub fn observe(job: &TFJob, observed: &Observed) -> Children {
+pub fn sort_children(job: &TFJob, observed: &Observed) -> Children {
     let uid = job.metadata.uid.as_deref();
     let mut children = Children {
         never_created: observed.never_created.clone(),
@@ -328,7 +328,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let children = observe(
+            let children = sort_children(
                 &j,
                 &Observed {
                     pods: vec![case.pod],
@@ -375,7 +375,7 @@ mod tests {
                 pods: vec![waiting(reason)],
                 ..Observed::default()
             };
-            let events = observe(&j, &observed).stuck_events("ns");
+            let events = sort_children(&j, &observed).stuck_events("ns");
             assert_eq!(events.len(), want, "{reason}");
             if let Some(e) = events.first() {
                 assert_eq!(e.reason, reason);
@@ -405,7 +405,7 @@ mod tests {
             }],
             ..Observed::default()
         };
-        let children = observe(&j, &observed);
+        let children = sort_children(&j, &observed);
         assert_eq!(children.pods.keys().collect::<Vec<_>>(), vec![&(Worker, 0)]);
         assert_eq!(
             children.services.keys().collect::<Vec<_>>(),

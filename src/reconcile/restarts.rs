@@ -1,4 +1,4 @@
-//! Failed and vanished pods (contract §6.2, §6.4): exit-code classes, which failures are
+//! Failed and vanished pods (docs/behaviour.md §6.2, §6.4): exit-code classes, which failures are
 //! permanent, which replicas are restarted, the operator's share of the durable restart
 //! counts (kubelet restarts are counted in `counts`) and the backoff limit. Pure.
 
@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::finish::Cause;
 use super::labels::child_name;
-use super::plan::{Deletion, EventNote};
+use super::model::{Deletion, EventNote};
 use super::replicas::{ChildPod, Children, Key, Phase};
 use super::view::JobView;
 use crate::crd::{ReplicaType, RestartPolicy};

@@ -1,4 +1,4 @@
-//! TF_CONFIG (contract §5): standard and sparse formats. Pure.
+//! TF_CONFIG (docs/behaviour.md §5): standard and sparse formats. Pure.
 //!
 //! The key order of the JSON is part of the contract (`cluster`, `task`, `environment`, as
 //! Kubeflow writes it), so it comes from struct field order; maps are `BTreeMap`s, so the

@@ -1,4 +1,4 @@
-//! The job's two clocks (contract §6.5): activeDeadlineSeconds from `startTime` and
+//! The job's two clocks (docs/behaviour.md §6.5): activeDeadlineSeconds from `startTime` and
 //! ttlSecondsAfterFinished from `completionTime`. Neither runs while the job is suspended.
 //! Pure: `now` is an argument.
 
@@ -6,7 +6,6 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::view::JobView;
-use crate::crd::TFJobStatus;
 
 /// A timer's state at `now`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,15 +19,15 @@ pub enum Timer {
 }
 
 /// `startTime + activeDeadlineSeconds`.
-pub fn deadline(view: &JobView<'_>, status: &TFJobStatus) -> Timer {
+pub fn deadline(view: &JobView<'_>, start_time: Option<&Time>) -> Timer {
     let seconds = view.run_policy().active_deadline_seconds;
-    timer(view, status.start_time.as_ref(), seconds)
+    timer(view, start_time, seconds)
 }
 
 /// `completionTime + ttlSecondsAfterFinished`.
-pub fn ttl(view: &JobView<'_>, status: &TFJobStatus) -> Timer {
+pub fn ttl(view: &JobView<'_>, completion_time: Option<&Time>) -> Timer {
     let seconds = view.run_policy().ttl_seconds_after_finished.map(i64::from);
-    timer(view, status.completion_time.as_ref(), seconds)
+    timer(view, completion_time, seconds)
 }
 
 fn timer(view: &JobView<'_>, from: Option<&Time>, seconds: Option<i64>) -> Timer {

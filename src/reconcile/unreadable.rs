@@ -1,37 +1,19 @@
-//! The status of a TFJob whose spec cannot be read at all (a value of the wrong type that the
-//! CRD schema did not catch, e.g. an object stored under an older CRD). Pure.
+//! The plan for a TFJob whose spec cannot be read at all (a value of the wrong type that the
+//! CRD schema did not catch, e.g. an object stored under an older CRD): it fails with reason
+//! `TFJobFailedValidation`, the field named, and nothing is created. Pure.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::DynamicObject;
 
-use super::plan::{EventNote, EventType};
-use crate::crd::{
-    ConditionStatus, ConditionType, JobCondition, REASON_FAILED_VALIDATION, TFJobStatus,
-};
-
-/// The object's current status, if it can be read.
-pub fn current_status(obj: &DynamicObject) -> Option<TFJobStatus> {
-    obj.data
-        .get("status")
-        .and_then(|s| serde_json::from_value(s.clone()).ok())
-}
+use super::model::{EventNote, Plan};
+use crate::crd::object::Unreadable;
+use crate::crd::{ConditionStatus, ConditionType, JobCondition, REASON_FAILED_VALIDATION};
 
 /// `Failed=True` with reason `TFJobFailedValidation` and the problem as message, added once;
 /// a job already failed keeps its status.
-pub fn failed_status(
-    current: Option<&TFJobStatus>,
-    name: &str,
-    problem: &str,
-    now: Timestamp,
-) -> (TFJobStatus, EventNote) {
-    let message = format!("TFJob {name} is invalid: {problem}");
-    let note = EventNote {
-        type_: EventType::Warning,
-        reason: REASON_FAILED_VALIDATION.into(),
-        message: message.clone(),
-    };
-    let mut status = current.cloned().unwrap_or_default();
+pub fn plan(job: &Unreadable, name: &str, now: Timestamp) -> Plan {
+    let message = format!("TFJob {name} is invalid: {}", job.problem);
+    let mut status = job.status.clone().unwrap_or_default();
     let failed = status
         .conditions
         .iter()
@@ -41,13 +23,17 @@ pub fn failed_status(
             type_: ConditionType::Failed,
             status: ConditionStatus::True,
             reason: Some(REASON_FAILED_VALIDATION.into()),
-            message: Some(message),
+            message: Some(message.clone()),
             last_update_time: Some(Time(now)),
             last_transition_time: Some(Time(now)),
         });
         status.completion_time.get_or_insert(Time(now));
     }
-    (status, note)
+    Plan {
+        status: Some(status),
+        events: vec![EventNote::warning(REASON_FAILED_VALIDATION, message)],
+        ..Plan::default()
+    }
 }
 
 #[cfg(test)]
@@ -57,9 +43,15 @@ mod tests {
     #[test]
     fn an_unreadable_job_fails_once_with_the_problem() {
         let now = Timestamp::from_second(1_700_000_000).unwrap();
-        let problem =
-            "spec.tfReplicaSpecs.Worker.replicas: invalid type: string \"two\", expected i32";
-        let (status, note) = failed_status(None, "bad", problem, now);
+        let mut job = Unreadable {
+            metadata: Default::default(),
+            status: None,
+            problem: "spec.tfReplicaSpecs.Worker.replicas: invalid type: string \"two\", \
+                      expected i32"
+                .into(),
+        };
+        let plan1 = plan(&job, "bad", now);
+        let status = plan1.status.clone().unwrap();
         assert_eq!(status.conditions.len(), 1);
         let c = &status.conditions[0];
         assert_eq!(
@@ -73,10 +65,11 @@ mod tests {
                 .unwrap()
                 .contains("spec.tfReplicaSpecs.Worker.replicas")
         );
-        assert_eq!(note.reason, "TFJobFailedValidation");
-        // Applying it again changes nothing: no write, no new condition.
+        assert_eq!(plan1.events[0].reason, "TFJobFailedValidation");
+        assert!(plan1.create_pods.is_empty() && plan1.create_services.is_empty());
+        // Planning again on the written status changes nothing: no write, no new condition.
+        job.status = Some(status.clone());
         let later = now + jiff::SignedDuration::from_secs(60);
-        let (again, _) = failed_status(Some(&status), "bad", problem, later);
-        assert_eq!(again, status);
+        assert_eq!(plan(&job, "bad", later).status, Some(status));
     }
 }

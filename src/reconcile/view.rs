@@ -3,13 +3,13 @@
 
 use jiff::Timestamp;
 
-use super::plan::Settings;
+use super::model::Settings;
 use super::replicas::{Key, replica_count};
 use crate::crd::defaults::with_defaults;
 use crate::crd::{ReplicaType, RestartPolicy, RunPolicy, TFJob, TFJobSpec};
 
 /// The job as the rules of one pass see it. Defaults are applied here, in memory, on every
-/// pass (contract §2): they are never written back to the spec.
+/// pass (docs/behaviour.md §2): they are never written back to the spec.
 #[derive(Clone, Debug)]
 pub struct JobView<'a> {
     pub job: &'a TFJob,

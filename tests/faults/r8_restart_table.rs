@@ -210,7 +210,7 @@ async fn restart_policy_exit_code_and_backoff_limit_table_end_to_end() {
     }
     let sim = c.sim();
     let pods = WatchLog::<Pod>::start(c.pods(), "").await;
-    let operator = c.operator(&[]).await;
+    let _operator = c.operator(&[]).await;
     let rows = rows();
     let mut specs = Vec::new();
     let mut rules = Vec::new();
@@ -249,13 +249,9 @@ async fn restart_policy_exit_code_and_backoff_limit_table_end_to_end() {
         let result =
             common::jobs_progressing(&c, Duration::from_secs(60), Duration::from_secs(10), ends)
                 .await;
-        common::until_quiet(
-            &c,
-            operator.agent(),
-            Duration::from_secs(1),
-            Duration::from_secs(20),
-        )
-        .await;
+        // Cleanups of failed jobs land (the operator never goes quiet: the Always rows
+        // without a limit restart forever).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
         result
     })
     .await;

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
+use kube::Resource;
 use kube::api::Api;
-use kube::{Client, Resource};
 use tfjob_operator::cli::{Cli, Command};
 use tfjob_operator::http::Probes;
 use tfjob_sim::{Options, RequestCounts, SimHandle};
@@ -86,7 +86,7 @@ pub fn sim_options(seed: u64) -> Options {
     Options {
         seed,
         history: 1_000_000,
-        ..Options::default()
+        ..super::sim_options()
     }
 }
 
@@ -116,19 +116,6 @@ pub struct Operator {
 }
 
 impl TestCluster {
-    /// A client of this test's cluster that sends `User-Agent: <agent>`.
-    pub async fn client_as(&self, agent: &str) -> Client {
-        let mut config = match &self.sim {
-            Some(sim) => kube::Config::new(sim.url().parse().expect("simulator URL")),
-            None => kube::Config::infer().await.expect("KUBECONFIG is unusable"),
-        };
-        config.headers.push((
-            http::header::USER_AGENT,
-            http::HeaderValue::from_str(agent).expect("user agent"),
-        ));
-        Client::try_from(config).expect("client")
-    }
-
     /// Start an operator watching this test's namespace with extra `run` flags, under a fresh
     /// User-Agent (see [`Operator::agent`]). Several may run at once.
     pub async fn operator(&self, flags: &[&str]) -> Operator {

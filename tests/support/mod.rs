@@ -1,11 +1,16 @@
 //! End-to-end test support: a cluster (the in-memory simulator, or a real one when `KUBECONFIG`
-//! is set) with the TFJob CRD installed, a namespace per test, and the real operator running
-//! in process, watching that namespace.
+//! is set: the real tier, see `real`) with the TFJob CRD installed, a namespace per test, the
+//! operator watching that namespace (in process on the simulator; the shipped binary with its
+//! ServiceAccount's rights on the real tier), and scripted pods (`script`) on both.
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod faults;
+pub mod real;
+pub mod script;
 pub mod wait;
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
@@ -21,7 +26,12 @@ use tfjob_sim::{Options, Sim, SimHandle};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use real::RealTier;
 pub use wait::{WAIT, until};
+
+/// User agents of the operators a test starts begin with this, on both tiers (the binary
+/// sends `tfjob-operator/<version>`), so their requests can be counted apart from the test's.
+pub const OPERATOR_AGENT: &str = "tfjob-operator";
 
 /// A cluster for one test, with the operator running against it.
 pub struct TestCluster {
@@ -29,8 +39,101 @@ pub struct TestCluster {
     pub namespace: String,
     /// The simulator, when no real cluster was given.
     pub sim: Option<SimHandle>,
+    /// The real tier, when `KUBECONFIG` names a cluster.
+    pub real: Option<RealTier>,
     pub probes: Probes,
-    operator: Option<(JoinHandle<()>, oneshot::Sender<()>)>,
+    scripts: script::Scripts,
+    scripter: JoinHandle<()>,
+    operator: Option<Operator>,
+    /// Where the request history stood when the test began.
+    start: Mark,
+}
+
+/// An operator a test started.
+pub enum Operator {
+    /// In process (simulator tier): stopped through its shutdown future, as on SIGTERM.
+    InProcess {
+        task: JoinHandle<()>,
+        stop: oneshot::Sender<()>,
+    },
+    /// The shipped binary (real tier).
+    Process(real::OperatorProcess),
+}
+
+static OPERATORS: AtomicUsize = AtomicUsize::new(0);
+
+/// The simulator the tests run on: its kubelet's CrashLoopBackOff is short (the real kubelet's
+/// is 10 s doubling to 300 s), so tests of in-place restarts stay fast; the real tier's kwok
+/// restarts after 100 ms too.
+pub fn sim_options() -> Options {
+    Options {
+        crash_loop_backoff: (Duration::from_millis(100), Duration::from_millis(100)),
+        ..Options::default()
+    }
+}
+
+impl Operator {
+    /// Starts `tfjob-operator run --namespace NS FLAGS...` on the cluster's tier.
+    pub fn start(c: &TestCluster, flags: &[&str]) -> Self {
+        let n = OPERATORS.fetch_add(1, Ordering::Relaxed);
+        if let Some(tier) = &c.real {
+            let name = format!("{}-{n}", c.namespace);
+            return Operator::Process(real::OperatorProcess::spawn(
+                tier,
+                &c.namespace,
+                &name,
+                flags,
+            ));
+        }
+        let mut argv = vec!["tfjob-operator", "run", "--namespace", &c.namespace];
+        argv.extend_from_slice(flags);
+        let Command::Run(args) = Cli::parse_from(argv).command else {
+            unreachable!("run parses to Command::Run")
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let sim = c
+            .sim
+            .as_ref()
+            .expect("the simulator tier runs the operator in process");
+        let mut config = kube::Config::new(sim.url().parse().expect("simulator URL"));
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(&format!("{OPERATOR_AGENT}/e2e-{n}")).expect("agent"),
+        ));
+        let client = Client::try_from(config).expect("operator client");
+        let probes = c.probes.clone();
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            if let Err(e) =
+                tfjob_operator::operator::run_with(client, *args, probes, shutdown).await
+            {
+                panic!("operator failed: {e:#}");
+            }
+        });
+        Operator::InProcess { task, stop }
+    }
+
+    /// Stop as on SIGTERM and wait until in-flight reconciles are drained; whether it
+    /// exited cleanly in time.
+    pub async fn stop(self) -> bool {
+        match self {
+            Operator::InProcess { task, stop } => {
+                let _ = stop.send(());
+                matches!(tokio::time::timeout(WAIT, task).await, Ok(Ok(())))
+            }
+            Operator::Process(mut p) => p.terminate(WAIT).await,
+        }
+    }
+
+    /// Kill: nothing drains.
+    pub fn kill(self) {
+        match self {
+            Operator::InProcess { task, .. } => task.abort(),
+            Operator::Process(mut p) => p.kill(),
+        }
+    }
 }
 
 impl TestCluster {
@@ -43,12 +146,13 @@ impl TestCluster {
 
     /// The same, but the operator is not started yet.
     pub async fn without_operator(test: &str) -> Self {
-        Self::without_operator_on(test, Options::default()).await
+        Self::without_operator_on(test, sim_options()).await
     }
 
     /// The same, on a simulator started with `options` (when no real cluster is given).
     pub async fn without_operator_on(test: &str, options: Options) -> Self {
-        let (client, sim) = if std::env::var_os("KUBECONFIG").is_some() {
+        let real = RealTier::from_env();
+        let (client, sim) = if real.is_some() {
             (
                 Client::try_default()
                     .await
@@ -73,16 +177,25 @@ impl TestCluster {
             serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace");
         let pp = PostParams::default();
         wait_ok(|| namespaces.create(&pp, &ns)).await;
-        Self {
+        let scripts = script::Scripts::default();
+        let mut c = Self {
             client,
             namespace,
             sim,
+            real,
             probes: Probes::default(),
+            scripts: scripts.clone(),
+            scripter: tokio::spawn(async {}),
             operator: None,
-        }
+            start: Mark::Unavailable,
+        };
+        c.start = c.mark();
+        let pods = Api::namespaced(c.client_as(TEST_AGENT).await, &c.namespace);
+        c.scripter = script::spawn_scripter(pods, scripts);
+        c
     }
 
-    /// Whether pods follow scripts (only on the simulator).
+    /// Whether this is the simulator tier (fault injection and its other handles).
     pub fn simulated(&self) -> bool {
         self.sim.is_some()
     }
@@ -91,39 +204,83 @@ impl TestCluster {
         self.sim.as_ref().expect("this check needs the simulator")
     }
 
-    /// Start the operator in process, watching this test's namespace.
+    /// Start the operator, watching this test's namespace.
     pub fn start_operator(&mut self) {
         self.start_operator_with(&[]);
     }
 
     /// Start the operator with extra `run` flags.
     pub fn start_operator_with(&mut self, flags: &[&str]) {
-        let mut argv = vec!["tfjob-operator", "run", "--namespace", &self.namespace];
-        argv.extend_from_slice(flags);
-        let Command::Run(args) = Cli::parse_from(argv).command else {
-            unreachable!("run parses to Command::Run")
-        };
-        let (stop, stopped) = oneshot::channel::<()>();
-        let (client, probes) = (self.client.clone(), self.probes.clone());
-        let task = tokio::spawn(async move {
-            let shutdown = async move {
-                let _ = stopped.await;
-            };
-            if let Err(e) =
-                tfjob_operator::operator::run_with(client, *args, probes, shutdown).await
-            {
-                panic!("operator failed: {e:#}");
-            }
-        });
-        self.operator = Some((task, stop));
+        self.operator = Some(Operator::start(self, flags));
     }
 
     /// Stop the operator and wait until its in-flight reconciles are drained.
     pub async fn stop_operator(&mut self) {
-        if let Some((task, stop)) = self.operator.take() {
-            let _ = stop.send(());
-            let _ = tokio::time::timeout(WAIT, task).await;
+        if let Some(operator) = self.operator.take() {
+            operator.stop().await;
         }
+    }
+
+    /// Kill the operator: nothing drains.
+    pub fn kill_operator(&mut self) {
+        if let Some(operator) = self.operator.take() {
+            operator.kill();
+        }
+    }
+
+    /// Where this test's operators hold their leader Lease: the test's namespace on the
+    /// simulator; on the real tier the operator's own namespace, the only one its Role lets it
+    /// write Leases in (one Lease name per test).
+    pub fn lease(&self) -> (String, String) {
+        let name = format!("{}-leader", self.namespace);
+        match &self.real {
+            Some(real) => (real.operator_namespace.clone(), name),
+            None => (self.namespace.clone(), name),
+        }
+    }
+
+    /// `run` flags for leader election on [`Self::lease`].
+    pub fn leader_flags(&self) -> Vec<String> {
+        let (namespace, name) = self.lease();
+        vec![
+            "--leader-elect".into(),
+            "--leader-election-namespace".into(),
+            namespace,
+            "--leader-election-id".into(),
+            name,
+        ]
+    }
+
+    /// The outcome of pod `name` (e.g. `[("exit-code", "1")]`), for every pod of that name.
+    pub fn script_pod(&self, name: &str, keys: &[(&str, &str)]) {
+        self.script_pod_in_turn(name, &[keys]);
+    }
+
+    /// Outcomes of successive pods named `name`: the first pod runs the first script, a pod
+    /// the operator recreates the next one, and the last script applies to all later pods.
+    pub fn script_pod_in_turn(&self, name: &str, turns: &[&[(&str, &str)]]) {
+        let turns = turns
+            .iter()
+            .map(|keys| {
+                keys.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            })
+            .collect();
+        self.scripts.set(name, turns);
+    }
+
+    /// A client to the same cluster (admin) whose requests carry `agent` as User-Agent.
+    pub async fn client_as(&self, agent: &str) -> Client {
+        let mut config = match &self.sim {
+            Some(sim) => kube::Config::new(sim.url().parse().expect("simulator URL")),
+            None => kube::Config::infer().await.expect("KUBECONFIG is unusable"),
+        };
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(agent).expect("user agent"),
+        ));
+        Client::try_from(config).expect("client")
     }
 
     pub fn jobs(&self) -> Api<TFJob> {
@@ -138,8 +295,10 @@ impl TestCluster {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// Create a TFJob from JSON in this test's namespace.
-    pub async fn create(&self, job: Value) -> TFJob {
+    /// Create a TFJob from JSON in this test's namespace; its pods are held until the
+    /// scripter releases them with their scripts (`script_pod`).
+    pub async fn create(&self, mut job: Value) -> TFJob {
+        script::hold_templates(&mut job);
         let job: TFJob = serde_json::from_value(job).expect("test job is a TFJob");
         self.jobs()
             .create(&PostParams::default(), &job)
@@ -195,13 +354,128 @@ impl TestCluster {
         out.sort();
         out
     }
+
+    /// A point in the cluster's request history, to count what happens after it.
+    pub fn mark(&self) -> Mark {
+        match (
+            &self.sim,
+            self.real.as_ref().and_then(|r| r.audit_log.as_ref()),
+        ) {
+            (Some(sim), _) => Mark::Sim(sim.requests()),
+            (None, Some(log)) => Mark::Audit(real::audit_offset(log)),
+            (None, None) => Mark::Unavailable,
+        }
+    }
+
+    /// Whether requests can be counted (the simulator, or a real cluster with an audit log).
+    pub fn counts_requests(&self) -> bool {
+        !matches!(self.mark(), Mark::Unavailable)
+    }
+
+    /// Requests by the test's operators since `mark`, by (verb, resource) — on the real
+    /// tier those about this test's namespace.
+    pub fn operator_requests_since(&self, mark: &Mark) -> Requests {
+        let mut out = Requests::default();
+        match mark {
+            Mark::Sim(before) => {
+                let since = self.sim().requests().since(before);
+                for (k, n) in since.0 {
+                    if k.user_agent.starts_with(OPERATOR_AGENT) {
+                        *out.0.entry((k.verb, k.resource)).or_default() += n;
+                    }
+                }
+            }
+            Mark::Audit(offset) => {
+                let log = self.real.as_ref().and_then(|r| r.audit_log.as_ref());
+                for e in real::audit_entries_since(log.expect("audit log"), *offset) {
+                    let here = e.object_ref.namespace.as_deref() == Some(&self.namespace);
+                    if here && e.user_agent.starts_with(OPERATOR_AGENT) {
+                        *out.0.entry((e.verb.clone(), e.resource())).or_default() += 1;
+                    }
+                }
+            }
+            Mark::Unavailable => panic!("requests are not counted on this cluster"),
+        }
+        out
+    }
+}
+
+/// A point in the request history (see [`TestCluster::mark`]).
+pub enum Mark {
+    Sim(tfjob_sim::RequestCounts),
+    Audit(u64),
+    Unavailable,
+}
+
+/// Request counts by (verb, resource), e.g. `("create", "pods")`, `("update", "tfjobs/status")`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Requests(pub BTreeMap<(String, String), u64>);
+
+impl Requests {
+    /// Requests with this verb and resource (None = any).
+    pub fn count(&self, verb: Option<&str>, resource: Option<&str>) -> u64 {
+        self.0
+            .iter()
+            .filter(|((v, r), _)| verb.is_none_or(|x| x == v) && resource.is_none_or(|x| x == r))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Writes: create, update, patch, delete, deletecollection.
+    pub fn writes(&self) -> u64 {
+        self.0
+            .iter()
+            .filter(|((v, _), _)| {
+                ["create", "update", "patch", "delete", "deletecollection"].contains(&v.as_str())
+            })
+            .map(|(_, n)| n)
+            .sum()
+    }
 }
 
 impl Drop for TestCluster {
+    /// Stops what the test started. On the real tier, a test that passed still fails if the
+    /// operator was refused anything for lack of rights (least privilege, really checked).
     fn drop(&mut self) {
-        if let Some((task, _)) = self.operator.take() {
-            task.abort();
+        self.scripter.abort();
+        let operator = self.operator.take();
+        if let Some(Operator::Process(p)) = &operator
+            && std::thread::panicking()
+        {
+            eprintln!("operator log ({}):\n{}", p.log.display(), p.log_tail(60));
         }
+        if let Some(operator) = operator {
+            operator.kill();
+        }
+        let (Mark::Audit(offset), Some(log)) = (
+            &self.start,
+            self.real.as_ref().and_then(|r| r.audit_log.as_ref()),
+        ) else {
+            return;
+        };
+        let denied: Vec<String> = real::audit_entries_since(log, *offset)
+            .into_iter()
+            .filter(|e| e.user_agent.starts_with(OPERATOR_AGENT) && e.is_permission_denied())
+            .filter(|e| e.object_ref.namespace.as_deref() == Some(&self.namespace))
+            .map(|e| {
+                format!(
+                    "{} {}: {:?}",
+                    e.verb,
+                    e.resource(),
+                    e.response_status.message
+                )
+            })
+            .collect();
+        if std::thread::panicking() {
+            if !denied.is_empty() {
+                eprintln!("the operator was refused (403): {denied:#?}");
+            }
+            return;
+        }
+        assert!(
+            denied.is_empty(),
+            "the operator was refused (403): {denied:#?}"
+        );
     }
 }
 
@@ -487,23 +761,14 @@ impl TestCluster {
 
 // e2e-b helpers
 
-/// User agent of [`TestCluster::test_client`]: kube-rs sends no `User-Agent` of its own, so the
-/// operator's requests reach the simulator with an empty one and the test's are told apart by this.
+/// User agent of [`TestCluster::test_client`], so that counted requests separate the test's
+/// own writes from the operator's.
 pub const TEST_AGENT: &str = "tfjob-e2e-test";
 
 impl TestCluster {
-    /// A second client to the same cluster whose requests carry [`TEST_AGENT`], so that the
-    /// simulator's counters separate the test's own writes from the operator's.
+    /// A second client to the same cluster whose requests carry [`TEST_AGENT`].
     pub async fn test_client(&self) -> Client {
-        let mut config = match &self.sim {
-            Some(sim) => kube::Config::new(sim.url().parse().expect("simulator URL")),
-            None => kube::Config::infer().await.expect("KUBECONFIG is unusable"),
-        };
-        config.headers.push((
-            http::header::USER_AGENT,
-            http::HeaderValue::from_static(TEST_AGENT),
-        ));
-        Client::try_from(config).expect("test client")
+        self.client_as(TEST_AGENT).await
     }
 
     /// TFJobs of this test's namespace, through [`Self::test_client`].
@@ -553,18 +818,4 @@ impl TestCluster {
         names.sort();
         names
     }
-}
-
-/// Write requests in `counts` that the test's own client did not make (on the simulator only
-/// the operator and the test talk to the API server; the pod simulator writes to its store).
-pub fn operator_writes(counts: &tfjob_sim::RequestCounts) -> u64 {
-    counts
-        .0
-        .iter()
-        .filter(|(k, _)| k.user_agent != TEST_AGENT)
-        .filter(|(k, _)| {
-            ["create", "update", "patch", "delete", "deletecollection"].contains(&k.verb.as_str())
-        })
-        .map(|(_, n)| n)
-        .sum()
 }

@@ -27,6 +27,10 @@ pub struct Script {
     /// Each container exits with its failing code this many times, then with 0 (`fail-times`,
     /// alias `restarts-then-succeed`). Counted per pod, by the container's restartCount.
     pub fail_times: u32,
+    /// The pod is bound but not started while it carries `hold` (any value): a test attaches
+    /// the pod's script and removes the hold in one write, so the outcome never races the
+    /// start (the real tier's kwok stages honour the same key).
+    pub hold: bool,
 }
 
 impl Default for Script {
@@ -40,6 +44,7 @@ impl Default for Script {
             evict: false,
             never_start: None,
             fail_times: 0,
+            hold: false,
         }
     }
 }
@@ -92,6 +97,7 @@ impl Script {
                     );
                 }
                 "fail-times" | "restarts-then-succeed" => script.fail_times = parse(key, raw)?,
+                "hold" => script.hold = true,
                 _ => match key.strip_prefix("exit-code.") {
                     Some(container) => {
                         script
@@ -142,7 +148,7 @@ mod tests {
             "sim.tfjob.dev/exit-code": "3", "sim.tfjob.dev/exit-code.ps": "0",
             "sim.tfjob.dev/oom": "true", "sim.tfjob.dev/evict": "false",
             "sim.tfjob.dev/never-start": "ErrImagePull", "sim.tfjob.dev/fail-times": "2",
-            "other/annotation": "ignored"
+            "sim.tfjob.dev/hold": "", "other/annotation": "ignored"
         })));
         let want = Script {
             run_seconds: 0.5,
@@ -153,6 +159,7 @@ mod tests {
             evict: false,
             never_start: Some("ErrImagePull".into()),
             fail_times: 2,
+            hold: true,
         };
         assert_eq!(s, Ok(want));
         assert_eq!(Script::from_pod(&json!({})), Ok(Script::default()));

@@ -3,7 +3,9 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{Script, Step, step};
+use std::time::Duration;
+
+use super::{CrashBackoff, Script, Step, step};
 
 const T0: i64 = 1_700_000_000;
 
@@ -23,15 +25,24 @@ fn pod(policy: &str, containers: &[&str], annotations: Value) -> Value {
     })
 }
 
+/// The back-off the tests drive with: 0.1 s doubling up to 1 s (forgotten after a 2 s run).
+fn short_backoff() -> CrashBackoff {
+    CrashBackoff::new(Duration::from_millis(100), Duration::from_secs(1))
+}
+
 /// Steps `pod` at each time (seconds after T0), applying status changes; returns the last step.
 fn drive(pod: &mut Value, times: &[f64]) -> Step {
+    drive_with(pod, &mut short_backoff(), times)
+}
+
+fn drive_with(pod: &mut Value, backoff: &mut CrashBackoff, times: &[f64]) -> Step {
     let script = Script::from_pod(pod).unwrap_or_default();
     let mut last = Step {
         status: None,
         next_at: None,
     };
     for t in times {
-        last = step(pod, &script, "node-a", "10.244.0.5", at(*t));
+        last = step(pod, &script, backoff, "node-a", "10.244.0.5", at(*t));
         if let Some(s) = &last.status {
             pod["status"] = s.clone();
         }
@@ -207,23 +218,66 @@ fn scheduled_then_running_with_the_kubelets_status_shape() {
 }
 
 #[test]
-fn on_failure_restarts_in_place_then_succeeds() {
+fn on_failure_restarts_at_once_then_after_a_doubling_back_off_then_succeeds() {
     let mut p = pod(
         "OnFailure",
         &["tensorflow"],
-        json!({"sim.tfjob.dev/fail-times": "2", "sim.tfjob.dev/exit-code": "3"}),
+        json!({"sim.tfjob.dev/fail-times": "3", "sim.tfjob.dev/exit-code": "3"}),
     );
-    // (time, phase, state key, restartCount, lastState exit code)
-    let timeline: [(f64, &str, &str, u64, Option<i64>); 6] = [
-        (0.0, "Running", "running", 0, None),
-        (1.0, "Running", "waiting", 0, Some(3)),
-        (1.1, "Running", "running", 1, Some(3)),
-        (2.1, "Running", "waiting", 1, Some(3)),
-        (2.2, "Running", "running", 2, Some(3)),
-        (3.2, "Succeeded", "terminated", 2, Some(3)),
+    let mut backoff = short_backoff();
+    let crash = |wait: &str| {
+        format!("back-off {wait} restarting failed container=tensorflow pod=job-worker-0_ns(u-1)")
+    };
+    // (time, phase, state, restartCount, lastState exit code, waiting message, next look)
+    // Each exit is a status of its own (`terminated`); the restart decision is the next look.
+    type Row<'a> = (
+        f64,
+        &'a str,
+        &'a str,
+        u64,
+        Option<i64>,
+        Option<String>,
+        Option<f64>,
+    );
+    let timeline: Vec<Row> = vec![
+        (0.0, "Running", "running", 0, None, None, Some(1.0)),
+        (1.0, "Running", "terminated", 0, None, None, Some(1.0)),
+        (1.0, "Running", "running", 1, Some(3), None, Some(2.0)),
+        (2.0, "Running", "terminated", 1, Some(3), None, Some(2.0)),
+        (
+            2.0,
+            "Running",
+            "waiting",
+            1,
+            Some(3),
+            Some(crash("100ms")),
+            Some(2.1),
+        ),
+        (2.1, "Running", "running", 2, Some(3), None, Some(3.1)),
+        (3.1, "Running", "terminated", 2, Some(3), None, Some(3.1)),
+        (
+            3.1,
+            "Running",
+            "waiting",
+            2,
+            Some(3),
+            Some(crash("200ms")),
+            Some(3.3),
+        ),
+        (
+            3.2,
+            "Running",
+            "waiting",
+            2,
+            Some(3),
+            Some(crash("200ms")),
+            Some(3.3),
+        ),
+        (3.3, "Running", "running", 3, Some(3), None, Some(4.3)),
+        (4.3, "Succeeded", "terminated", 3, Some(3), None, None),
     ];
-    for (t, phase, state, restarts, last_code) in timeline {
-        drive(&mut p, &[t]);
+    for (t, phase, state, restarts, last_code, message, next) in timeline {
+        let step = drive_with(&mut p, &mut backoff, &[t]);
         let cs = container(&p, "tensorflow");
         assert_eq!(p["status"]["phase"], phase, "t={t}");
         assert!(cs["state"].get(state).is_some(), "t={t}: {}", cs["state"]);
@@ -233,11 +287,53 @@ fn on_failure_restarts_in_place_then_succeeds() {
             last_code,
             "t={t}"
         );
+        assert_eq!(
+            cs["state"]["waiting"]["message"].as_str(),
+            message.as_deref(),
+            "t={t}"
+        );
+        assert_eq!(step.next_at, next.map(at), "t={t}");
+        if state == "waiting" {
+            assert_eq!(cs["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        }
     }
     assert_eq!(
         container(&p, "tensorflow")["state"]["terminated"]["exitCode"],
         0
     );
+}
+
+#[test]
+fn the_back_off_is_capped_and_kept_per_pod() {
+    let mut p = pod(
+        "Always",
+        &["tensorflow"],
+        json!({"sim.tfjob.dev/run-seconds": "0"}),
+    );
+    let mut backoff = short_backoff();
+    let mut waits = Vec::new();
+    let mut t = 0.0;
+    for _ in 0..20 {
+        let step = drive_with(&mut p, &mut backoff, &[t]);
+        let cs = container(&p, "tensorflow");
+        if let Some(m) = cs["state"]["waiting"]["message"].as_str() {
+            waits.push(m.split(' ').nth(1).unwrap_or("").to_string());
+        }
+        t = step
+            .next_at
+            .map(|n| (n.as_millisecond() - at(0.0).as_millisecond()) as f64 / 1000.0)
+            .unwrap_or(t);
+    }
+    assert_eq!(waits[..6], ["100ms", "200ms", "400ms", "800ms", "1s", "1s"]);
+    // Another pod (another uid) starts with its own, empty back-off.
+    let mut other = pod(
+        "Always",
+        &["tensorflow"],
+        json!({"sim.tfjob.dev/run-seconds": "0"}),
+    );
+    other["metadata"]["uid"] = json!("u-2");
+    drive_with(&mut other, &mut backoff, &[0.0, 0.0, 0.0]);
+    assert_eq!(container(&other, "tensorflow")["restartCount"], 1);
 }
 
 #[test]
@@ -247,7 +343,17 @@ fn on_failure_with_a_finished_sidecar_keeps_running() {
         &["tensorflow", "sidecar"],
         json!({"sim.tfjob.dev/exit-code": "1", "sim.tfjob.dev/exit-code.sidecar": "0"}),
     );
-    drive(&mut p, &[0.0, 1.0]);
+    let mut backoff = short_backoff();
+    drive_with(&mut p, &mut backoff, &[0.0, 1.0]);
+    assert_eq!(
+        p["status"]["phase"], "Running",
+        "a failed container restarts"
+    );
+    assert_eq!(
+        container(&p, "tensorflow")["state"]["terminated"]["reason"],
+        "Error"
+    );
+    drive_with(&mut p, &mut backoff, &[1.0, 2.0, 2.0]);
     assert_eq!(p["status"]["phase"], "Running");
     assert_eq!(
         container(&p, "sidecar")["state"]["terminated"]["reason"],
@@ -263,7 +369,8 @@ fn on_failure_with_a_finished_sidecar_keeps_running() {
 #[test]
 fn always_restarts_even_after_success() {
     let mut p = pod("Always", &["tensorflow"], json!({}));
-    drive(&mut p, &[0.0, 1.0, 1.1, 2.1, 2.2]);
+    // exit, restart at once, exit, back off 0.1 s, restart
+    drive(&mut p, &[0.0, 1.0, 1.0, 2.0, 2.0, 2.1]);
     let cs = container(&p, "tensorflow");
     assert_eq!(p["status"]["phase"], "Running");
     assert_eq!(cs["restartCount"], 2);

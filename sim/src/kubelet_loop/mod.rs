@@ -82,6 +82,8 @@ impl Control {
 pub struct LoopOptions {
     pub nodes: Vec<String>,
     pub fast_deletion: bool,
+    /// Container restart back-off: (initial, max).
+    pub crash_loop_backoff: (Duration, Duration),
 }
 
 struct Loop {
@@ -92,6 +94,8 @@ struct Loop {
     due: BTreeMap<PodKey, Timestamp>,
     /// When fast deletion first saw each terminating pod (by uid).
     terminating: BTreeMap<String, Timestamp>,
+    /// The kubelet's memory of container restarts (not in any status, as on a real node).
+    backoff: kubelet::CrashBackoff,
     next_ip: u32,
     next_node: usize,
 }
@@ -107,7 +111,9 @@ pub async fn run(
         return;
     };
     let mut rx = store.subscribe();
+    let (initial, max) = opts.crash_loop_backoff;
     let mut l = Loop {
+        backoff: kubelet::CrashBackoff::new(initial, max),
         store,
         ctl,
         opts,
@@ -280,6 +286,9 @@ impl Loop {
                 return None;
             }
         };
+        if script.hold {
+            return None; // released by a write that removes the hold, whose event brings it back
+        }
         let ip = match pod["status"]["podIP"].as_str() {
             Some(ip) => ip.to_string(),
             None => {
@@ -287,7 +296,7 @@ impl Loop {
                 format!("10.244.{}.{}", self.next_ip / 250, self.next_ip % 250 + 1)
             }
         };
-        let step = kubelet::step(&effective, &script, &node, &ip, now);
+        let step = kubelet::step(&effective, &script, &mut self.backoff, &node, &ip, now);
         if let Some(mut status) = step.status {
             if status["hostIP"].is_null() && !status["podIP"].is_null() {
                 let host = node_ip(&self.opts.nodes, &node);

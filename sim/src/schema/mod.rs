@@ -10,7 +10,7 @@ mod cel;
 mod defaults;
 mod format;
 mod node;
-mod prune;
+pub(crate) mod prune;
 mod structural;
 mod validate;
 
@@ -56,6 +56,13 @@ impl CompiledSchema {
         Ok(CompiledSchema {
             root: node::Node::parse(open_api_v3_schema),
         })
+    }
+
+    /// Drop the fields the schema does not declare from `obj` (what the real server's decoder
+    /// does); returns one `unknown field "<path>"` per dropped field, the text of its strict
+    /// decoding errors and `Warning` headers.
+    pub fn prune_unknown(&self, obj: &mut Value) -> Vec<String> {
+        prune::prune(&self.root, obj)
     }
 
     /// On every write of a custom object: prune, default, validate, run CEL (transition rules

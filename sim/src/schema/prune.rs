@@ -12,7 +12,7 @@ use super::cause::{child, index};
 use super::node::{Additional, Node};
 
 /// The fields of `metav1.ObjectMeta`; anything else under a resource's metadata is dropped.
-const OBJECT_META_FIELDS: [&str; 15] = [
+pub(crate) const OBJECT_META_FIELDS: [&str; 15] = [
     "name",
     "generateName",
     "namespace",

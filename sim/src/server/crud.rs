@@ -3,6 +3,7 @@
 use http::{Response, header};
 use serde_json::{Value, json};
 
+use super::field_validation::{self, Directive};
 use super::respond::{self, Body};
 use super::route::ResourcePath;
 use super::target::{Filter, Req, Target, parse_json, table, wants_table};
@@ -138,7 +139,11 @@ fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
         && items.len() > l
     {
         list_meta["continue"] = json!(continue_token(&items[l - 1]));
-        list_meta["remainingItemCount"] = json!(items.len() - l);
+        // The storage only counts what is left when no selector filters it (etcd3 `GetList`:
+        // a count including objects the selector rejects would be wrong, so it gives none).
+        if filter.selects_all() {
+            list_meta["remainingItemCount"] = json!(items.len() - l);
+        }
     }
     if wants_table(req.headers) {
         return Ok(respond::json(200, &table(req, t, &page, list_meta)));
@@ -159,17 +164,32 @@ fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
     Ok(respond::json(200, &list))
 }
 
+/// The request body with the fields its kind does not declare dropped, as the real decoder
+/// does, and the warnings to answer with; Err under `fieldValidation=Strict` if any was found.
+fn decode_body(req: &Req<'_>, t: &Target, options: &str) -> Result<(Value, Vec<String>), ApiError> {
+    let directive = field_validation::directive(req.query, options)?;
+    let mut obj = parse_json(&req.body)?;
+    let unknown = field_validation::prune_unknown(&t.rt, &t.version, &mut obj);
+    if directive == Directive::Strict && !unknown.is_empty() {
+        return Err(field_validation::decode_error(&t.rt, &t.version, &unknown));
+    }
+    Ok((obj, field_validation::warnings(directive, unknown)))
+}
+
 fn create(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
-    let obj = t.to_storage(parse_json(&req.body)?);
+    let (obj, warnings) = decode_body(req, t, "CreateOptions")?;
+    let obj = t.to_storage(obj);
     let created = req
         .state
         .store
         .create(&t.st, &t.ns, obj, &t.write_options(req.query))?;
-    Ok(respond::json(201, &t.present(&created)))
+    let r = respond::json(201, &t.present(&created));
+    Ok(respond::with_warnings(r, &warnings))
 }
 
 fn update(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
-    let obj = t.to_storage(parse_json(&req.body)?);
+    let (obj, warnings) = decode_body(req, t, "UpdateOptions")?;
+    let obj = t.to_storage(obj);
     let (group, plural, name) = (&t.rt.group, &t.rt.plural, t.name());
     let out =
         req.state.store.write(
@@ -182,7 +202,10 @@ fn update(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
                 Some(_) => Ok(obj),
             },
         )?;
-    Ok(respond::json(200, &t.present(&out)))
+    Ok(respond::with_warnings(
+        respond::json(200, &t.present(&out)),
+        &warnings,
+    ))
 }
 
 fn delete_options(req: &Req<'_>) -> Result<DeleteOptions, ApiError> {

@@ -1,5 +1,6 @@
-//! Discovery documents (`/version`, `/api`, `/apis`, resource lists) and a minimal OpenAPI v3
-//! that tells kubectl the server validates fields itself (pure: built from the registry).
+//! Discovery documents (`/version`, `/api`, `/apis`, resource lists), a minimal OpenAPI v3
+//! that tells kubectl the server validates fields itself, and an empty OpenAPI v2 in the media
+//! type the client asked for (pure: built from the registry).
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -121,6 +122,61 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     )
 }
 
+/// Content type of protobuf OpenAPI v2 answers. Clients ask for the deprecated
+/// `...spec.v2@v1.0+protobuf`, but kube-openapi's handler always answers with this name: `@` is
+/// not a token character, and Go's `mime.ParseMediaType` in client-go refuses it ("mime:
+/// unexpected content after media subtype").
+pub const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `/openapi/v2`, negotiated like kube-openapi's `RegisterOpenAPIVersionedService`: the Accept
+/// clauses by preference (q), the first one matching JSON or either protobuf name wins; None
+/// = 406 Not Acceptable. The document is empty either way (no schemas are served): an empty
+/// protobuf message, or a JSON swagger document without paths.
+pub fn openapi_v2(accept: &str) -> Option<(&'static str, Vec<u8>)> {
+    let accept = if accept.trim().is_empty() {
+        "*/*"
+    } else {
+        accept
+    };
+    let mut clauses: Vec<(f64, usize, String)> = accept
+        .split(',')
+        .enumerate()
+        .map(|(i, c)| {
+            let mut parts = c.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            (q, i, media)
+        })
+        .filter(|(q, _, _)| *q > 0.0)
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let json_doc = || {
+        let doc = json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": {}});
+        (
+            "application/json",
+            serde_json::to_vec(&doc).unwrap_or_default(),
+        )
+    };
+    for (_, _, media) in clauses {
+        let (ty, sub) = media.split_once('/').unwrap_or((media.as_str(), ""));
+        if ty != "application" && ty != "*" {
+            continue;
+        }
+        match sub {
+            "json" | "*" => return Some(json_doc()),
+            "com.github.proto-openapi.spec.v2@v1.0+protobuf"
+            | "com.github.proto-openapi.spec.v2.v1.0+protobuf" => {
+                return Some((OPENAPI_V2_PROTOBUF, Vec::new()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// `/openapi/v3`: one entry per group-version.
 pub fn openapi_v3_root(reg: &Registry, hash: u64) -> Value {
     let mut paths = serde_json::Map::new();
@@ -188,6 +244,33 @@ pub fn openapi_v3_group_version(reg: &Registry, gv_path: &str) -> Option<Value> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn openapi_v2_answers_the_media_type_asked_for() {
+        // (Accept, content type answered; None = 406)
+        let cases = [
+            (
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                Some(OPENAPI_V2_PROTOBUF),
+            ),
+            (
+                "application/com.github.proto-openapi.spec.v2.v1.0+protobuf, application/json",
+                Some(OPENAPI_V2_PROTOBUF),
+            ),
+            (
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf;q=0.5, application/json",
+                Some("application/json"),
+            ),
+            ("application/json", Some("application/json")),
+            ("", Some("application/json")),
+            ("*/*", Some("application/json")),
+            ("text/html", None),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(openapi_v2(accept).map(|(ct, _)| ct), want, "{accept}");
+        }
+        assert!(!OPENAPI_V2_PROTOBUF.contains('@'));
+    }
 
     #[test]
     fn core_discovery_lists_pods_with_status_and_short_names() {

@@ -2,6 +2,7 @@
 //! faults requests, routes them to discovery, CRUD and watch handlers (network I/O).
 mod crud;
 pub mod discovery;
+pub mod field_validation;
 mod patching;
 pub mod respond;
 pub mod route;
@@ -175,13 +176,23 @@ async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
             discovery::resource_list(&reg(), &group, &version)
                 .map_or_else(not_found, |v| respond::json(200, &v))
         }
-        // An empty protobuf message is a valid, empty OpenAPI v2 document: kubectl finds no
-        // schema there and relies on server-side field validation (see openapi v3).
-        Route::OpenApiV2 => respond::bytes(
-            200,
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
-            Bytes::new(),
-        ),
+        // An empty document: kubectl finds no schema there and relies on server-side field
+        // validation (see openapi v3).
+        Route::OpenApiV2 => {
+            let accept = req
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            match discovery::openapi_v2(accept) {
+                Some((content_type, body)) => respond::bytes(200, content_type, Bytes::from(body)),
+                None => respond::error(&ApiError::new(
+                    406,
+                    "NotAcceptable",
+                    "the server cannot return the OpenAPI v2 document in the requested media type",
+                )),
+            }
+        }
         Route::OpenApiV3Root => respond::json(
             200,
             &discovery::openapi_v3_root(&reg(), req.state.store.resource_version()),

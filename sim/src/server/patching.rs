@@ -3,6 +3,7 @@
 use http::{Response, header};
 use serde_json::{Value, json};
 
+use super::field_validation::{self, Directive};
 use super::respond::{self, Body};
 use super::target::{Req, Target, parse_json};
 use crate::patch::{self, PatchError};
@@ -75,6 +76,9 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
             &[cause],
         ));
     }
+    // Server-side apply is left out: its unknown fields are the field manager's business.
+    let directive = field_validation::directive(req.query, "PatchOptions")?;
+    let mut warnings = Vec::new();
     let force = req.query.flag("force");
     let (group, plural, name) = (
         t.rt.group.clone(),
@@ -108,7 +112,18 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
             }
             Flavour::Apply => obj = apply(Some(&obj))?,
         }
+        if fl != Flavour::Apply {
+            let patched = obj.clone();
+            let unknown = field_validation::prune_unknown(&t.rt, &t.version, &mut obj);
+            if directive == Directive::Strict && !unknown.is_empty() {
+                return Err(field_validation::patch_error(&patched, &unknown));
+            }
+            warnings = field_validation::warnings(directive, unknown);
+        }
         Ok(t.to_storage(obj))
     })?;
-    Ok(respond::json(200, &t.present(&out)))
+    Ok(respond::with_warnings(
+        respond::json(200, &t.present(&out)),
+        &warnings,
+    ))
 }

@@ -43,6 +43,18 @@ pub fn error(e: &ApiError) -> Response<Body> {
     r
 }
 
+/// Add one `Warning: 299 - "<text>"` header per warning (RFC 7234 warn-text, quoted and
+/// escaped), as the real server does for field validation warnings; kubectl prints each.
+pub fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let quoted = serde_json::to_string(w).unwrap_or_default();
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - {quoted}")) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
 /// A chunked stream of newline-terminated JSON frames (a watch).
 pub fn stream(rx: futures::channel::mpsc::Receiver<Bytes>) -> Response<Body> {
     let body = StreamBody::new(rx.map(|b| Ok::<_, Infallible>(Frame::data(b))));

@@ -101,6 +101,10 @@ impl Filter {
         let ns = (!t.all_namespaces && t.rt.namespaced).then(|| t.ns.clone());
         Ok(Self { label, field, ns })
     }
+    /// No label or field selector (the namespace is a storage prefix, not a selector).
+    pub fn selects_all(&self) -> bool {
+        self.label.is_none() && self.field.is_none()
+    }
     pub fn matches(&self, obj: &Value) -> bool {
         self.ns
             .as_deref()

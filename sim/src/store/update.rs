@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::write::{Sub, WriteOptions, admit, version_of};
-use super::{ApiError, EventType, Inner, ResourceType, crd, meta};
+use super::{ApiError, EventType, Inner, ResourceType, builtin, crd, meta};
 
 impl Inner {
     fn merge_update(
@@ -101,6 +101,9 @@ impl Inner {
         if rt.has_generation && !opts.internal && meta::spec_part(&out) != meta::spec_part(&cur) {
             let g = cur["metadata"]["generation"].as_i64().unwrap_or(0);
             out["metadata"]["generation"] = json!(g + 1);
+        }
+        if !opts.internal {
+            builtin::validate(rt, &out, Some(&cur), opts.sub)?;
         }
         admit(rt, &version, &mut out, Some(&cur))?;
         let new_type = crd::on_write(&mut out, rt)?;

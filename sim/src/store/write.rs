@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ApiError, EventType, Inner, ResourceType, Store, crd, kinds, meta};
+use super::{ApiError, EventType, Inner, ResourceType, Store, builtin, crd, kinds, meta};
 
 /// Which part of the object a write may change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -216,6 +216,9 @@ impl Inner {
             m.remove("status");
         }
         kinds::on_create(self, rt, &mut obj);
+        if !opts.internal {
+            builtin::validate(rt, &obj, None, opts.sub)?;
+        }
         admit(rt, &version, &mut obj, None)?;
         let new_type = crd::on_write(&mut obj, rt)?;
         if opts.dry_run {

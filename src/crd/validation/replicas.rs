@@ -1,4 +1,4 @@
-//! Validation of `tfReplicaSpecs` (contract §3): keys, roles, replicas, containers. Pure.
+//! Validation of `tfReplicaSpecs` (docs/behaviour.md §3): keys, roles, replicas, containers. Pure.
 
 use k8s_openapi::api::core::v1::PodSpec;
 
@@ -26,7 +26,7 @@ pub(super) fn validate_keys(job: &TFJob, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// One chief at most, and a replica that decides success (contract §7.3).
+/// One chief at most, and a replica that decides success (docs/behaviour.md §7.3).
 pub(super) fn validate_roles(job: &TFJob, errors: &mut Vec<FieldError>) {
     let specs = &job.spec.tf_replica_specs;
     let chiefs: Vec<_> = specs.iter().filter(|(t, _)| t.is_chief()).collect();

@@ -1,4 +1,4 @@
-//! Table tests of validation: one case per rule of contract §3, exact messages.
+//! Table tests of validation: one case per rule of docs/behaviour.md §3, exact messages.
 
 use super::*;
 

@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# Shared by up, down, operator-kubeconfig, node and selftest. Sourced, never run.
+
+TC_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TC_ROOT=$(cd "$TC_HERE/.." && pwd)
+TC_DIR=${TESTCLUSTER_DIR:-$TC_ROOT/target/testcluster}
+TC_CACHE=${TESTCLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-testcluster}
+# Components in start order; `down` stops them in reverse.
+TC_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+tc_log() { printf 'testcluster: %s\n' "$*" >&2; }
+tc_die() {
+  printf 'testcluster: error: %s\n' "$*" >&2
+  exit 1
+}
+
+# tc_pid NAME: the recorded pid of a component, if that process is still alive.
+tc_pid() {
+  local f=$TC_DIR/run/$1.pid pid
+  [[ -f $f ]] || return 1
+  pid=$(<"$f")
+  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+# tc_tail NAME: the last lines of a component's log, indented, for error messages.
+tc_tail() {
+  local f=$TC_DIR/logs/$1.log
+  if [[ -s $f ]]; then
+    printf '  --- last lines of %s ---\n' "$f" >&2
+    tail -n "${2:-25}" "$f" | sed 's/^/  | /' >&2
+  else
+    printf '  (no log at %s)\n' "$f" >&2
+  fi
+}
+
+# tc_fail NAME MESSAGE: report a component's failure with its log, and exit 1.
+tc_fail() {
+  printf 'testcluster: error: %s: %s\n' "$1" "$2" >&2
+  tc_tail "$1"
+  exit 1
+}
+
+tc_kubectl() {
+  local k
+  k=$(tc_bin_dir)/kubectl
+  [[ -x $k ]] || tc_die "kubectl not built yet: run testcluster/up"
+  "$k" --kubeconfig "$TC_DIR/admin.kubeconfig" "$@"
+}
+
+# The binaries' cache directory for the current pins (go.mod, go.sum, build.sh, toolchain).
+tc_cache_key() {
+  {
+    cat "$TC_HERE/go.mod" "$TC_HERE/go.sum" "$TC_HERE/build.sh"
+    GOTOOLCHAIN=local go version
+  } | sha256sum | cut -c1-16
+}
+
+tc_bin_dir() {
+  if [[ -f $TC_DIR/bin-dir ]]; then
+    cat "$TC_DIR/bin-dir"
+  else
+    echo "$TC_CACHE/$(tc_cache_key)/bin"
+  fi
+}
