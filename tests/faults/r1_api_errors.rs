@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::common::{self, counts, is, restarts, spec};
 use crate::support::TestCluster;
-use crate::support::faults::{Rng, WatchLog, breakdown, cluster, requests_of, seed, shared};
+use crate::support::faults::{Rng, WatchLog, breakdown, cluster, phase, requests_of, seed, shared};
 
 const BATCHES: usize = 4;
 const JOBS_PER_BATCH: usize = 250;
@@ -239,6 +239,7 @@ async fn run_batch(batch: usize, seed: u64) -> (String, Vec<String>) {
     let mut problem = |p: String| problems.push(format!("batch {batch}: {p}"));
     let pods = WatchLog::<Pod>::start(c.pods(), "").await;
     let svcs = WatchLog::<Service>::start(c.services(), "").await;
+    let tfjobs = WatchLog::<TFJob>::start(c.jobs(), "").await;
     let operator = c.operator(&[]).await;
     let inject = || {
         for rule in &faults {
@@ -348,11 +349,45 @@ async fn run_batch(batch: usize, seed: u64) -> (String, Vec<String>) {
             "cleanup (cleanPodPolicy in parentheses) not as planned {unclean}"
         ));
     }
-    for (kind, uids) in [("pod", pods.uids()), ("service", svcs.uids())] {
-        for (name, uids) in uids {
-            if uids.len() != 1 {
-                problem(format!("{kind} {name} had {} uids", uids.len()));
-            }
+    // A child created twice: how its first incarnation went, against its job's history
+    // (server order: the simulator's resourceVersions).
+    let finished_at = |child: &str| {
+        let job = child.rsplitn(3, '-').last().unwrap_or_default();
+        tfjobs
+            .versions(job)
+            .iter()
+            .filter(|v| common::finished(&v.obj))
+            .map(|v| v.rv())
+            .min()
+    };
+    for name in tfjobs
+        .uids()
+        .into_iter()
+        .filter(|(_, u)| u.len() != 1)
+        .map(|(n, _)| n)
+    {
+        problem(format!(
+            "TFJob {name} had several uids (the test's own creates?)"
+        ));
+    }
+    for (name, uids) in pods.uids() {
+        if uids.len() != 1 {
+            let first_gone = pods
+                .versions(&name)
+                .iter()
+                .find(|v| v.uid() == uids[0] && (v.terminating() || v.deleted))
+                .map(|v| format!("deleted at rv {} while {}", v.rv(), phase(&v.obj)));
+            problem(format!(
+                "pod {name} had {} uids: the first {}; its job finished at rv {:?}",
+                uids.len(),
+                first_gone.unwrap_or_else(|| "never seen deleted".into()),
+                finished_at(&name)
+            ));
+        }
+    }
+    for (name, uids) in svcs.uids() {
+        if uids.len() != 1 {
+            problem(format!("service {name} had {} uids", uids.len()));
         }
     }
     let used = requests_of(&sim.requests(), operator.agent());
