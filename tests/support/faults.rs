@@ -106,13 +106,15 @@ pub fn next_agent() -> String {
     )
 }
 
-/// An operator running in process (`operator::run_with`) with its own client and User-Agent.
-/// Dropping it kills it.
+/// An operator a fault test started: in process (`operator::run_with`) with its own client and
+/// User-Agent on the simulator; the shipped binary with its ServiceAccount on the real tier
+/// (`support::real`). Dropping it kills it.
 pub struct Operator {
     agent: String,
     probes: Probes,
     task: Option<JoinHandle<anyhow::Result<()>>>,
     stop: Option<oneshot::Sender<()>>,
+    process: Option<super::real::OperatorProcess>,
 }
 
 impl TestCluster {
@@ -122,8 +124,25 @@ impl TestCluster {
         self.operator_as(&next_agent(), flags).await
     }
 
-    /// The same, with a given User-Agent.
+    /// The same, with a given User-Agent (on the simulator; the binary sends its own).
     pub async fn operator_as(&self, agent: &str, flags: &[&str]) -> Operator {
+        if let Some(tier) = &self.real {
+            let name = format!(
+                "{}-{}",
+                self.namespace,
+                agent.rsplit('/').next().unwrap_or(agent)
+            );
+            let process = super::real::OperatorProcess::spawn(tier, &self.namespace, &name, flags);
+            let probes = Probes::default();
+            probes.ready.store(true, Ordering::Relaxed);
+            return Operator {
+                agent: super::OPERATOR_AGENT.to_string(),
+                probes,
+                task: None,
+                stop: None,
+                process: Some(process),
+            };
+        }
         let mut argv = vec!["tfjob-operator", "run", "--namespace", &self.namespace];
         argv.extend_from_slice(flags);
         let Command::Run(args) = Cli::parse_from(argv).command else {
@@ -147,6 +166,7 @@ impl TestCluster {
             probes,
             task: Some(task),
             stop: Some(stop),
+            process: None,
         }
     }
 }
@@ -158,14 +178,14 @@ impl Operator {
         &self.agent
     }
 
-    /// Its `/readyz`: caches synced (or standing by for the lease).
+    /// Its `/readyz`: caches synced (or standing by for the lease). Always true for the binary.
     pub fn ready(&self) -> bool {
         self.probes.ready.load(Ordering::Relaxed)
     }
 
     /// Whether `run_with` has returned (or panicked).
     pub fn exited(&self) -> bool {
-        self.task.as_ref().is_none_or(|t| t.is_finished())
+        self.task.as_ref().is_none_or(|t| t.is_finished()) && self.process.is_none()
     }
 
     /// Wait until it reports ready.
@@ -182,14 +202,24 @@ impl Operator {
         }
     }
 
-    /// SIGTERM: resolve its shutdown future and wait up to `within` for `run_with` to return.
-    /// Returns what it returned and how long that took; Err when it did not return in time (it
-    /// is then killed).
+    /// SIGTERM: resolve its shutdown future (or signal the binary) and wait up to `within` for
+    /// it to return. Returns what it returned and how long that took; Err when it did not
+    /// return in time (it is then killed).
     pub async fn stop(
         mut self,
         within: Duration,
     ) -> Result<(anyhow::Result<()>, Duration), String> {
         let started = Instant::now();
+        if let Some(mut process) = self.process.take() {
+            return if process.terminate(within).await {
+                Ok((Ok(()), started.elapsed()))
+            } else {
+                Err(format!(
+                    "the operator binary did not exit cleanly within {within:?}: {}",
+                    process.log_tail(20)
+                ))
+            };
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -218,10 +248,14 @@ impl Operator {
         }
     }
 
-    /// Kill it: its task is aborted at its next await point; requests in flight are dropped
-    /// unanswered, nothing drains, nothing is released (a lease stays held until it expires).
+    /// Kill it: its task is aborted at its next await point (the binary gets SIGKILL); requests
+    /// in flight are dropped unanswered, nothing drains, nothing is released (a lease stays
+    /// held until it expires).
     pub async fn kill(mut self) {
         self.stop.take();
+        if let Some(mut process) = self.process.take() {
+            process.kill();
+        }
         if let Some(task) = self.task.take() {
             task.abort();
             let _ = task.await;
@@ -233,6 +267,9 @@ impl Drop for Operator {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
+        }
+        if let Some(mut process) = self.process.take() {
+            process.kill();
         }
     }
 }
