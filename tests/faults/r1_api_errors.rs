@@ -217,12 +217,12 @@ fn missing(want: &BTreeSet<String>, have: &BTreeSet<String>) -> Option<(usize, S
     })
 }
 
-/// Faults stay on for this long in each phase (or until the phase is done), then heal: a
-/// correct controller converges however its retries back off.
+/// Faults stay on for this long in each phase, then heal: a correct controller converges
+/// however its retries back off.
 const FAULT_WINDOW: Duration = Duration::from_secs(6);
 /// How long a phase may take once the faults healed (on a loaded machine: four batches at once,
 /// maybe other tests beside them)...
-const HEALED: Duration = Duration::from_secs(45);
+const HEALED: Duration = Duration::from_secs(30);
 /// ...as long as it makes progress.
 const STALL: Duration = Duration::from_secs(10);
 
@@ -247,10 +247,18 @@ async fn run_batch(batch: usize, seed: u64) -> (String, Vec<String>) {
         }
     };
 
-    // Phase 1: creation under faults, then healed.
+    // Phase 1: creation under faults for FAULT_WINDOW (however long submitting takes), then
+    // healed.
     inject();
     let t0 = Instant::now();
-    common::create_all(&c, plan.iter().map(to_spec).collect(), 16).await;
+    let window = async {
+        tokio::time::sleep(FAULT_WINDOW).await;
+        sim.clear_faults();
+    };
+    tokio::join!(
+        common::create_all(&c, plan.iter().map(to_spec).collect(), 16),
+        window
+    );
     let want: BTreeSet<String> = plan.iter().flat_map(Planned::pods).collect();
     let all_there = |p: &BTreeSet<String>, s: &BTreeSet<String>| {
         let (pods, services) = (missing(&want, p), missing(&want, s));
@@ -263,8 +271,6 @@ async fn run_batch(batch: usize, seed: u64) -> (String, Vec<String>) {
             )
         })
     };
-    let _ = until_children(&c, FAULT_WINDOW.saturating_sub(t0.elapsed()), all_there).await;
-    sim.clear_faults();
     if let Some(absent) = until_children(&c, HEALED, all_there).await {
         problem(format!("children never created, {absent}"));
         return (shown, problems);
