@@ -42,17 +42,24 @@ impl<'a> Target<'a> {
     }
 }
 
+/// What applying a plan's children did: each kind of write can fail on its own.
+#[must_use]
+pub struct Applied {
+    pub deleted: Result<(), Error>,
+    pub created: Result<(), Error>,
+}
+
 /// The plan's children and events: deletions first (a restarted pod must be gone before its
 /// successor, of the same name, can be created), then creations, then the events that are
 /// new since the job's previous pass.
-pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Result<(), Error> {
+pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Applied {
     let deleted = delete_children(t, &plan.delete_pods, &plan.delete_services).await;
     let created = create_children(t, &plan.create_pods, &plan.create_services).await;
     let fresh = t.memory.with(t.job_uid, |m| m.notes.fresh(&plan.events));
     for note in &fresh {
         record_note(t, note).await;
     }
-    deleted.and(created)
+    Applied { deleted, created }
 }
 
 /// Deletes the TFJob itself (its TTL expired); children follow by garbage collection. The

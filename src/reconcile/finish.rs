@@ -133,10 +133,12 @@ pub fn settle_counts(
 }
 
 /// Pods and services a finished job deletes (docs/behaviour.md §6.3): All → every one; Running →
-/// pods still Pending/Running (or Unknown) and their services, keeping finished pods and
-/// their logs; None → nothing. Failing on the deadline or the backoff limit also deletes the
-/// unfinished pods (and their services) whatever the policy: they would run on for nothing.
-/// Objects already going away are left to finish.
+/// pods still Pending/Running (or Unknown) and the services of every replica without a
+/// finished pod, keeping finished pods, their logs and their services; None → nothing. Failing
+/// on the deadline or the backoff limit also deletes the unfinished pods (and those services)
+/// whatever the policy: they would run on for nothing. Objects already going away are left to
+/// finish. Services are decided on their own, not only beside their pod, so a service whose
+/// pod went first (a pass cut short between the two deletes) is still cleaned up.
 pub fn cleanup(
     view: &JobView<'_>,
     status: &TFJobStatus,
@@ -150,29 +152,29 @@ pub fn cleanup(
         .and_then(|c| c.message.clone());
     let forced = failed_message
         .is_some_and(|m| m == backoff_message(view.name) || m == deadline_message(view.name));
-    let mut pods = Vec::new();
-    let mut services = Vec::new();
-    for (key, pod) in children.pods.iter().filter(|(_, p)| !p.terminating) {
-        let unfinished = !pod.phase.is_finished();
-        let delete = match policy {
-            CleanPodPolicy::All => true,
-            CleanPodPolicy::Running => unfinished,
-            CleanPodPolicy::None => forced && unfinished,
-        };
-        if delete {
-            pods.push(pod.deletion());
-            if policy != CleanPodPolicy::All {
-                services.extend(children.live_service(*key).map(|s| s.deletion()));
-            }
-        }
-    }
-    if policy == CleanPodPolicy::All {
-        services = children
-            .services
-            .values()
-            .filter(|s| !s.terminating)
-            .map(|s| s.deletion())
-            .collect();
-    }
+    let unfinished_only = match policy {
+        CleanPodPolicy::All => false,
+        CleanPodPolicy::Running => true,
+        CleanPodPolicy::None if forced => true,
+        CleanPodPolicy::None => return (Vec::new(), Vec::new()),
+    };
+    let finished = |key| {
+        children
+            .pods
+            .get(key)
+            .is_some_and(|p| p.phase.is_finished())
+    };
+    let pods = children
+        .pods
+        .values()
+        .filter(|p| !p.terminating && !(unfinished_only && p.phase.is_finished()))
+        .map(|p| p.deletion())
+        .collect();
+    let services = children
+        .services
+        .iter()
+        .filter(|(key, s)| !s.terminating && !(unfinished_only && finished(*key)))
+        .map(|(_, s)| s.deletion())
+        .collect();
     (pods, services)
 }

@@ -83,12 +83,21 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
     let now = Timestamp::now();
     let observed = observe::observe_children(&ctx, &job, now);
     let plan = job.plan(&observed, now, &shared.settings);
-    let children = apply::apply_plan(&Target::new(shared, &job), &plan).await;
-    status::write(shared, &job, plan.status.as_ref()).await?;
+    let ends = status::ends(job.status(), plan.status.as_ref());
+    if ends {
+        status::write(shared, &job, plan.status.as_ref()).await?;
+    }
+    let applied = apply::apply_plan(&Target::new(shared, &job), &plan).await;
+    // A status counting a restart is stored only once the failed pod is gone: were the
+    // delete lost, the next pass would count it again.
+    applied.deleted?;
+    if !ends {
+        status::write(shared, &job, plan.status.as_ref()).await?;
+    }
     if plan.delete_job {
         apply::delete_job(shared, &job).await?;
     }
-    children?;
+    applied.created?;
     shared.memory.with(job.uid, JobMemory::succeeded);
     shared.metrics.observe_reconcile(started.elapsed());
     Ok(match plan.requeue_at {

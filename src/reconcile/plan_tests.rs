@@ -1517,6 +1517,34 @@ fn finished_cases() -> Vec<Case> {
         policy(CleanPodPolicy::All, &[(Ps, 0), (Worker, 0), (Worker, 1)]),
         policy(CleanPodPolicy::Running, &[(Ps, 0)]),
         policy(CleanPodPolicy::None, &[]),
+        {
+            // A pass cut short between deleting the PS pod and its service (operator killed,
+            // or the service delete failed): the service still goes.
+            let j = succeeded_job(|_| {});
+            let pods = vec![
+                pod(&j, Worker, 0).succeeded().build(),
+                pod(&j, Worker, 1).succeeded().build(),
+            ];
+            let services = vec![
+                service(&j, Ps, 0),
+                service(&j, Worker, 0),
+                service(&j, Worker, 1),
+            ];
+            Case {
+                services,
+                ..case(
+                    "finished, policy Running: a service whose pod is gone is deleted",
+                    j,
+                    pods,
+                    at(5),
+                    Expect {
+                        delete_pods: Some(vec![]),
+                        delete_services: Some(names("j", &[(Ps, 0)])),
+                        ..Default::default()
+                    },
+                )
+            }
+        },
         case(
             "finished: nothing recreated",
             succeeded_job(|_| {}),

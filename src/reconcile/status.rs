@@ -5,9 +5,19 @@ use kube::api::{ApiResource, DynamicObject, PostParams};
 use serde_json::json;
 
 use super::Shared;
+use super::conditions;
 use super::job::Job;
 use crate::crd::{TFJob, TFJobStatus};
 use crate::error::Error;
+
+/// Whether a pass ends the job (its new status is Succeeded or Failed, the stored one not).
+/// Such a status is written before the pass deletes anything: were it lost after the
+/// cleanup's deletes, the next pass would take the deleted pods of a finished job for pods
+/// of a running one that vanished, and recreate them. (Other passes write their status after
+/// their children's deletions: a restart's count is stored only once its pod is gone.)
+pub fn ends(old: Option<&TFJobStatus>, new: Option<&TFJobStatus>) -> bool {
+    new.is_some_and(conditions::is_finished) && !old.is_some_and(conditions::is_finished)
+}
 
 /// Writes `new` when it differs from the stored status. The write carries the
 /// resourceVersion the pass planned on, so a concurrent change answers 409 Conflict and the

@@ -3,9 +3,10 @@
 //!
 //! Child events wake the job that controls the child, including children deleted while a
 //! watch was down (seen by their absence from the re-list, `triggers`). Each child watch
-//! drives its own cache and feeds the controller directly: no shared-store subscription, whose
-//! subscriber in kube-runtime 5 can miss a wake-up for good when an object is deleted while its
-//! update is still queued — the controller then never hears of pods again.
+//! drives its own cache on its own task and sends the jobs to wake over a channel: no
+//! shared-store subscription, whose subscriber in kube-runtime 5 can miss a wake-up for good
+//! when an object is deleted while its update is still queued — the controller then never
+//! hears of pods again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,9 +70,20 @@ pub async fn run_scope(
         .default_backoff()
         .modify(trim_service)
         .reflect(service_writer);
-    let wake = stream::select(
-        owners_to_wake(pod_events, pods.clone(), pods_synced),
-        owners_to_wake(service_events, services.clone(), services_synced),
+    // Each child watch runs on its own task (decoding a busy watch is real work, which then
+    // runs beside the reconciles) and hands the jobs to wake to the controller over a channel.
+    // Dropping the set when this scope ends stops them.
+    let (wake, woken) = futures::channel::mpsc::unbounded();
+    let mut watches = tokio::task::JoinSet::new();
+    watches.spawn(
+        owners_to_wake(pod_events, pods.clone(), pods_synced)
+            .map(Ok)
+            .forward(wake.clone()),
+    );
+    watches.spawn(
+        owners_to_wake(service_events, services.clone(), services_synced)
+            .map(Ok)
+            .forward(wake),
     );
     let job_events = watch_api(jobs_api, watcher::Config::default())
         .default_backoff()
@@ -88,7 +100,7 @@ pub async fn run_scope(
         caches: caches.clone(),
     });
     let controller = Controller::for_stream(jobs_applied, jobs)
-        .reconcile_on(wake)
+        .reconcile_on(woken)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
