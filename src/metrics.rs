@@ -23,6 +23,11 @@ pub struct ErrorLabels {
     pub error: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    pub resource: &'static str,
+}
+
 /// Every metric the operator exports.
 #[derive(Clone)]
 pub struct Metrics {
@@ -34,6 +39,8 @@ pub struct Metrics {
     pub reconciles: Counter,
     pub reconcile_errors: Family<ErrorLabels, Counter>,
     pub reconcile_duration: Histogram,
+    /// Full lists of a watched resource: one at start, then one per lost watch history (410).
+    pub watch_lists: Family<WatchLabels, Counter>,
     registry: Arc<Registry>,
 }
 
@@ -48,6 +55,7 @@ impl Default for Metrics {
         let reconciles = Counter::default();
         let reconcile_errors = Family::<ErrorLabels, Counter>::default();
         let reconcile_duration = Histogram::new(exponential_buckets(0.001, 2.0, 14));
+        let watch_lists = Family::<WatchLabels, Counter>::default();
         // prometheus-client appends `_total` to counters.
         let jobs = [
             (
@@ -90,6 +98,11 @@ impl Default for Metrics {
             "Duration of a reconcile pass",
             reconcile_duration.clone(),
         );
+        registry.register(
+            "tfjob_operator_watch_lists",
+            "Full lists of a watched resource (the first, then one per lost watch history)",
+            watch_lists.clone(),
+        );
         Self {
             jobs_created,
             jobs_successful,
@@ -99,6 +112,7 @@ impl Default for Metrics {
             reconciles,
             reconcile_errors,
             reconcile_duration,
+            watch_lists,
             registry: Arc::new(registry),
         }
     }

@@ -16,7 +16,7 @@ use super::model::{Deletion, EventNote, EventType, Plan};
 use crate::crd::object::JobObject;
 use crate::error::Error;
 
-/// Children created at once for one job.
+/// Children created (or deleted) at once for one job.
 pub const CREATE_CONCURRENCY: usize = 16;
 
 /// What apply needs to act for one job.
@@ -218,59 +218,65 @@ async fn adopt_check<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// Delete pods, then services; a child already gone is fine.
+/// Delete pods and services, all concurrently (bounded); a child already gone is fine.
 pub async fn delete_children(
     t: &Target<'_>,
     pods: &[Deletion],
     services: &[Deletion],
 ) -> Result<(), Error> {
-    let mut first_error = None;
-    for d in pods {
-        match delete(&t.pods, d).await {
-            Ok(()) => {
-                if let Some(uid) = &d.uid {
-                    t.memory
-                        .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
-                }
-                record(
-                    t,
-                    KubeEventType::Normal,
-                    "SuccessfulDeletePod",
-                    format!("Deleted pod: {}", d.name),
-                    None,
-                )
-                .await;
+    let children: Vec<(Deletion, bool)> = pods
+        .iter()
+        .cloned()
+        .map(|d| (d, true))
+        .chain(services.iter().cloned().map(|d| (d, false)))
+        .collect();
+    let results: Vec<Result<(), Error>> = stream::iter(children)
+        .map(|(d, pod)| async move {
+            if pod {
+                delete_pod(t, &d).await
+            } else {
+                delete_service(t, &d).await
             }
-            Err(source) => {
-                first_error.get_or_insert(Error::DeletePod {
-                    name: d.name.clone(),
-                    source,
-                });
-            }
-        }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+async fn delete_pod(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
+    delete(&t.pods, d)
+        .await
+        .map_err(|source| Error::DeletePod {
+            name: d.name.clone(),
+            source,
+        })?;
+    if let Some(uid) = &d.uid {
+        t.memory
+            .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
     }
-    for d in services {
-        match delete(&t.services, d).await {
-            Ok(()) => {
-                let note = format!("Deleted service: {}", d.name);
-                record(
-                    t,
-                    KubeEventType::Normal,
-                    "SuccessfulDeleteService",
-                    note,
-                    None,
-                )
-                .await;
-            }
-            Err(source) => {
-                first_error.get_or_insert(Error::DeleteService {
-                    name: d.name.clone(),
-                    source,
-                });
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+    let note = format!("Deleted pod: {}", d.name);
+    record(t, KubeEventType::Normal, "SuccessfulDeletePod", note, None).await;
+    Ok(())
+}
+
+async fn delete_service(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
+    delete(&t.services, d)
+        .await
+        .map_err(|source| Error::DeleteService {
+            name: d.name.clone(),
+            source,
+        })?;
+    let note = format!("Deleted service: {}", d.name);
+    record(
+        t,
+        KubeEventType::Normal,
+        "SuccessfulDeleteService",
+        note,
+        None,
+    )
+    .await;
+    Ok(())
 }
 
 async fn delete<K>(api: &Api<K>, d: &Deletion) -> Result<(), kube::Error>

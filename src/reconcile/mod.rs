@@ -40,7 +40,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
 use self::apply::Target;
@@ -65,21 +65,37 @@ pub struct Shared {
 /// What one namespace's controller reconciles with.
 pub struct Context {
     pub shared: Arc<Shared>,
+    pub jobs: Store<JobObject>,
     pub pods: Store<Pod>,
     pub services: Store<Service>,
     pub caches: Caches,
+    /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
+    /// own limit picks the next job from a hash set: when saturated, some jobs waited over
+    /// 10 s while others were served at once.)
+    pub turns: tokio::sync::Semaphore,
+}
+
+impl Context {
+    /// The job as the cache has it now (it may have changed while the pass waited for its
+    /// turn); None once it is gone.
+    fn latest(&self, object: &JobObject) -> Option<Arc<JobObject>> {
+        self.jobs.get(&ObjectRef::from_obj(object))
+    }
 }
 
 /// One pass for one job.
 #[tracing::instrument(skip_all, fields(job = %object.name_any(), namespace = object.namespace().unwrap_or_default()))]
 pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.caches.synced().await?;
+    let (Ok(_turn), Some(object)) = (ctx.turns.acquire().await, ctx.latest(&object)) else {
+        return Ok(Action::await_change());
+    };
     let started = Instant::now();
     let shared = &ctx.shared;
     let job = Job::decode(&object)?;
     if let Some(action) = not_now(shared, &job) {
         return Ok(action);
     }
-    ctx.caches.synced().await?;
     let now = Timestamp::now();
     let observed = observe::observe_children(&ctx, &job, now);
     let plan = job.plan(&observed, now, &shared.settings);
@@ -100,6 +116,12 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
     applied.created?;
     shared.memory.with(job.uid, JobMemory::succeeded);
     shared.metrics.observe_reconcile(started.elapsed());
+    tracing::debug!(
+        took_ms = started.elapsed().as_millis() as u64,
+        created = plan.create_pods.len() + plan.create_services.len(),
+        deleted = plan.delete_pods.len() + plan.delete_services.len(),
+        "pass done"
+    );
     Ok(match plan.requeue_at {
         Some(at) => Action::requeue(Duration::try_from(at.duration_since(now)).unwrap_or_default()),
         None => Action::await_change(),
@@ -117,6 +139,9 @@ fn not_now(shared: &Shared, job: &Job<'_>) -> Option<Action> {
     let stale = shared
         .memory
         .with(job.uid, |m| m.predates_our_write(job.resource_version));
+    if stale {
+        tracing::debug!("cached job predates our last status write; waiting for it");
+    }
     stale.then(|| Action::requeue(Duration::from_millis(100)))
 }
 

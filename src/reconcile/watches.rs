@@ -74,16 +74,25 @@ pub async fn run_scope(
     // runs beside the reconciles) and hands the jobs to wake to the controller over a channel.
     // Dropping the set when this scope ends stops them.
     let (wake, woken) = futures::channel::mpsc::unbounded();
+    let lists = |resource| {
+        let labels = crate::metrics::WatchLabels { resource };
+        shared.metrics.watch_lists.get_or_create(&labels).clone()
+    };
     let mut watches = tokio::task::JoinSet::new();
     watches.spawn(
-        owners_to_wake(pod_events, pods.clone(), pods_synced)
+        owners_to_wake(pod_events, pods.clone(), pods_synced, lists("pods"))
             .map(Ok)
             .forward(wake.clone()),
     );
     watches.spawn(
-        owners_to_wake(service_events, services.clone(), services_synced)
-            .map(Ok)
-            .forward(wake),
+        owners_to_wake(
+            service_events,
+            services.clone(),
+            services_synced,
+            lists("services"),
+        )
+        .map(Ok)
+        .forward(wake),
     );
     let job_events = watch_api(jobs_api, watcher::Config::default())
         .default_backoff()
@@ -95,13 +104,17 @@ pub async fn run_scope(
     };
     let ctx = Arc::new(Context {
         shared,
+        jobs: jobs.clone(),
         pods,
         services,
         caches: caches.clone(),
+        turns: tokio::sync::Semaphore::new(usize::from(concurrency.max(1))),
     });
+    // kube's controller starts a pass per triggered job at once (one at a time per job);
+    // `Context::turns` bounds how many do work.
     let controller = Controller::for_stream(jobs_applied, jobs)
         .reconcile_on(woken)
-        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .with_config(ControllerConfig::default())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -151,6 +164,7 @@ fn owners_to_wake<K>(
     events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     cache: Store<K>,
     synced: watch::Sender<bool>,
+    lists: prometheus_client::metrics::counter::Counter,
 ) -> impl Stream<Item = ObjectRef<JobObject>> + Send + 'static
 where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
@@ -163,10 +177,21 @@ where
                 let state = tracker.on_event(
                     &event,
                     || cache.state(),
-                    |child: &K, _| owners.extend(controller_ref(child.meta())),
+                    |child: &K, change| {
+                        tracing::trace!(
+                            child = child.meta().name.as_deref(),
+                            ?change,
+                            "child event"
+                        );
+                        owners.extend(controller_ref(child.meta()))
+                    },
                 );
                 if let Some(state) = state {
                     synced.send_replace(state);
+                }
+                if state == Some(false) && lists.inc() > 0 {
+                    // The watch lost its place in the history (410): passes wait for the list.
+                    tracing::info!(resource = K::plural(&()).as_ref(), "re-listing");
                 }
             }
             Err(e) => tracing::debug!(error = %e, "child watch"),
@@ -265,10 +290,15 @@ mod tests {
         drop(tx);
         let (cache, writer) = reflector::store::<Pod>();
         let (synced, sync) = watch::channel(false);
-        let woken: Vec<String> = owners_to_wake(rx.reflect(writer), cache.clone(), synced)
-            .map(|job| job.name)
-            .collect()
-            .await;
+        let woken: Vec<String> = owners_to_wake(
+            rx.reflect(writer),
+            cache.clone(),
+            synced,
+            Default::default(),
+        )
+        .map(|job| job.name)
+        .collect()
+        .await;
         assert_eq!(woken, ["a", "a", "a", "b"]);
         assert!(*sync.borrow(), "the list completed");
         let names: Vec<_> = cache
@@ -285,7 +315,8 @@ mod tests {
         let (tx, rx) = futures::channel::mpsc::unbounded();
         let (cache, writer) = reflector::store::<Pod>();
         let (synced, sync) = watch::channel(false);
-        let mut woken = owners_to_wake(rx.reflect(writer), cache, synced).boxed();
+        let mut woken =
+            owners_to_wake(rx.reflect(writer), cache, synced, Default::default()).boxed();
         let send = |e: Event<Pod>| tx.unbounded_send(Ok(e)).unwrap();
         send(Event::Init);
         send(Event::InitApply(child("a-worker-0", "a", "Running")));

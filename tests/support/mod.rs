@@ -151,6 +151,7 @@ impl TestCluster {
 
     /// The same, on a simulator started with `options` (when no real cluster is given).
     pub async fn without_operator_on(test: &str, options: Options) -> Self {
+        log_to_test_output();
         let real = RealTier::from_env();
         let (client, sim) = if real.is_some() {
             (
@@ -397,6 +398,18 @@ impl TestCluster {
             Mark::Unavailable => panic!("requests are not counted on this cluster"),
         }
         out
+    }
+}
+
+/// With `RUST_LOG` set, the in-process operators' logs go to the test's output (shown for
+/// failing tests), e.g. `RUST_LOG=tfjob_operator=debug cargo test --test faults`.
+fn log_to_test_output() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+        tracing::info!("test logging on");
     }
 }
 
