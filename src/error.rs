@@ -15,6 +15,8 @@ pub enum Error {
     DeleteJob { name: String, source: kube::Error },
     #[error("writing status of TFJob {name}: {source}")]
     WriteStatus { name: String, source: kube::Error },
+    #[error("{name} changed since the pass looked at it; not deleted")]
+    ChildChanged { name: String },
     #[error("the pod and service caches are not synced yet")]
     CachesNotSynced,
     #[error("TFJob object has no {0}")]
@@ -36,6 +38,7 @@ impl Error {
             Error::DeleteService { .. } => "delete_service",
             Error::DeleteJob { .. } => "delete_job",
             Error::WriteStatus { .. } => "write_status",
+            Error::ChildChanged { .. } => "child_changed",
             Error::CachesNotSynced => "caches_not_synced",
             Error::MissingMetadata(_) => "missing_metadata",
             Error::Serialize { .. } => "serialize",
@@ -43,11 +46,11 @@ impl Error {
     }
 
     /// Nothing failed for good; the pass only has to wait: the caches are re-listing, or the
-    /// job changed since the pass read it (409 Conflict on the status write: the newer
-    /// version is on its way through the watch).
+    /// job or a child changed since the pass read it (409 Conflict on the status write or a
+    /// delete's precondition: the newer version is on its way through the watch).
     pub fn is_wait(&self) -> bool {
         match self {
-            Error::CachesNotSynced => true,
+            Error::CachesNotSynced | Error::ChildChanged { .. } => true,
             Error::WriteStatus {
                 source: kube::Error::Api(status),
                 ..

@@ -69,6 +69,7 @@ pub async fn delete_job(shared: &Shared, job: &Job<'_>) -> Result<(), Error> {
     let this_job = Deletion {
         name: job.name.to_string(),
         uid: Some(job.uid.to_string()),
+        resource_version: None,
     };
     delete(&api, &this_job)
         .await
@@ -245,12 +246,17 @@ pub async fn delete_children(
 }
 
 async fn delete_pod(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
-    delete(&t.pods, d)
+    let deleted = delete(&t.pods, d)
         .await
         .map_err(|source| Error::DeletePod {
             name: d.name.clone(),
             source,
         })?;
+    if let Deleted::Changed = deleted {
+        return Err(Error::ChildChanged {
+            name: d.name.clone(),
+        });
+    }
     if let Some(uid) = &d.uid {
         t.memory
             .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
@@ -261,12 +267,17 @@ async fn delete_pod(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
 }
 
 async fn delete_service(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
-    delete(&t.services, d)
+    let deleted = delete(&t.services, d)
         .await
         .map_err(|source| Error::DeleteService {
             name: d.name.clone(),
             source,
         })?;
+    if let Deleted::Changed = deleted {
+        return Err(Error::ChildChanged {
+            name: d.name.clone(),
+        });
+    }
     let note = format!("Deleted service: {}", d.name);
     record(
         t,
@@ -279,21 +290,30 @@ async fn delete_service(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
     Ok(())
 }
 
-async fn delete<K>(api: &Api<K>, d: &Deletion) -> Result<(), kube::Error>
+/// What a delete with preconditions came to.
+enum Deleted {
+    /// Deleted now, or already gone.
+    Yes,
+    /// The object changed since the pass saw it, or was replaced by a newer one of the same
+    /// name (409 on a precondition): left alone; its change wakes the job for another look.
+    Changed,
+}
+
+async fn delete<K>(api: &Api<K>, d: &Deletion) -> Result<Deleted, kube::Error>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let params = DeleteParams {
-        preconditions: d.uid.clone().map(|uid| Preconditions {
-            uid: Some(uid),
-            resource_version: None,
+        preconditions: Some(Preconditions {
+            uid: d.uid.clone(),
+            resource_version: d.resource_version.clone(),
         }),
         ..DeleteParams::background()
     };
     match api.delete(&d.name, &params).await {
-        Ok(_) => Ok(()),
-        // Gone already, or replaced by a newer object we must not touch.
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Ok(_) => Ok(Deleted::Yes),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Deleted::Yes),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Deleted::Changed),
         Err(e) => Err(e),
     }
 }

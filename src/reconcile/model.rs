@@ -25,12 +25,14 @@ pub struct Observed {
     pub never_created: std::collections::BTreeSet<String>,
 }
 
-/// A child to delete; `uid` is sent as a delete precondition so a newer object with the
-/// same name is never deleted by mistake.
+/// A child to delete, with delete preconditions: `uid`, so a newer object with the same name
+/// is never deleted by mistake, and `resource_version`, so an object that changed since this
+/// pass saw it (a pod that finished meanwhile, seen late) is left for the next pass to judge.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Deletion {
     pub name: String,
     pub uid: Option<String>,
+    pub resource_version: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1686,7 +1686,7 @@ fn suspend_cases() -> Vec<Case> {
 }
 
 #[test]
-fn deletions_carry_the_uid_precondition() {
+fn deletions_carry_the_uid_and_resource_version_preconditions() {
     let (j, pods) = running_job(&[(Worker, 1, OnFailure)], |j| {
         vec![pod(j, Worker, 0).failed(Some(1)).build()]
     });
@@ -1696,7 +1696,8 @@ fn deletions_carry_the_uid_precondition() {
         p.delete_pods,
         vec![Deletion {
             name: "j-worker-0".into(),
-            uid: Some("uid-j-worker-0".into())
+            uid: Some("uid-j-worker-0".into()),
+            resource_version: Some("7".into()),
         }]
     );
 }

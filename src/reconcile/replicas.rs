@@ -39,6 +39,7 @@ impl Phase {
 pub struct ChildPod {
     pub name: String,
     pub uid: Option<String>,
+    pub resource_version: Option<String>,
     pub phase: Phase,
     /// Has a deletionTimestamp: going away, neither active nor failed, not recreated yet.
     pub terminating: bool,
@@ -57,6 +58,7 @@ impl ChildPod {
         Deletion {
             name: self.name.clone(),
             uid: self.uid.clone(),
+            resource_version: self.resource_version.clone(),
         }
     }
 }
@@ -78,6 +80,7 @@ pub struct Children {
 pub struct ChildService {
     pub name: String,
     pub uid: Option<String>,
+    pub resource_version: Option<String>,
     pub terminating: bool,
 }
 
@@ -86,6 +89,7 @@ impl ChildService {
         Deletion {
             name: self.name.clone(),
             uid: self.uid.clone(),
+            resource_version: self.resource_version.clone(),
         }
     }
 }
@@ -185,6 +189,7 @@ pub fn sort_children(job: &TFJob, observed: &Observed) -> Children {
         let child = ChildService {
             name,
             uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
             terminating: meta.deletion_timestamp.is_some(),
         };
         if children
@@ -223,6 +228,7 @@ fn child_pod(pod: &Pod, name: String) -> ChildPod {
     ChildPod {
         name,
         uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
         phase,
         terminating: pod.metadata.deletion_timestamp.is_some(),
         exit_code: tensorflow_exit_code(containers),

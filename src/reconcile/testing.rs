@@ -84,6 +84,7 @@ fn child_meta(job: &TFJob, t: ReplicaType, i: i32) -> ObjectMeta {
         name: Some(child_name(&name, t, i)),
         namespace: Some(NS.into()),
         uid: Some(format!("uid-{}", child_name(&name, t, i))),
+        resource_version: Some("7".into()),
         labels: Some(
             labels
                 .into_iter()
