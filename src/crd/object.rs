@@ -25,7 +25,7 @@ pub struct Unreadable {
     pub metadata: ObjectMeta,
     /// The status, when that part still parses (a failed job keeps its conditions).
     pub status: Option<TFJobStatus>,
-    /// The first problem, naming the field (`spec.tfReplicaSpecs.Worker.replicas: ...`).
+    /// The first problem, naming the field (`spec.tfReplicaSpecs[Worker].replicas: ...`).
     pub problem: String,
 }
 
@@ -121,7 +121,8 @@ mod tests {
         assert_eq!(o.meta().uid.as_deref(), Some("u1"));
         assert_eq!(bad.status.as_ref().map(|s| s.conditions.len()), Some(1));
         assert!(
-            bad.problem.contains("spec.tfReplicaSpecs.Worker.replicas"),
+            bad.problem
+                == "spec.tfReplicaSpecs[Worker].replicas: Invalid value: \"two\": must be of type integer",
             "{}",
             bad.problem
         );
