@@ -52,7 +52,10 @@ const OBJECT_META_FIELDS: [&str; 15] = [
 static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     serde_json::to_value(crd())
         .ok()
-        .and_then(|c| c.pointer("/spec/versions/0/schema/openAPIV3Schema").cloned())
+        .and_then(|c| {
+            c.pointer("/spec/versions/0/schema/openAPIV3Schema")
+                .cloned()
+        })
         .unwrap_or(Value::Null)
 });
 
@@ -358,7 +361,12 @@ fn render(v: &Value) -> String {
 /// in case.
 fn suggestion<'a>(key: &str, declared: impl Iterator<Item = &'a str>) -> String {
     declared
-        .map(|d| (distance(&key.to_ascii_lowercase(), &d.to_ascii_lowercase()), d))
+        .map(|d| {
+            (
+                distance(&key.to_ascii_lowercase(), &d.to_ascii_lowercase()),
+                d,
+            )
+        })
         .filter(|(n, _)| *n <= 2)
         .min()
         .map(|(_, d)| format!(" (did you mean \"{d}\"?)"))

@@ -96,7 +96,10 @@ pub fn fold_legacy_run_policy(spec: &mut TFJobSpec) {
     }
     let rp = run_policy.get_or_insert_with(RunPolicy::default);
     fold(clean_pod_policy, &mut rp.clean_pod_policy);
-    fold(ttl_seconds_after_finished, &mut rp.ttl_seconds_after_finished);
+    fold(
+        ttl_seconds_after_finished,
+        &mut rp.ttl_seconds_after_finished,
+    );
     fold(active_deadline_seconds, &mut rp.active_deadline_seconds);
     fold(backoff_limit, &mut rp.backoff_limit);
 }

@@ -292,7 +292,8 @@ mod tests {
                 v.name
             );
             let schema = serde_json::to_value(&v.schema).unwrap();
-            let rules = &schema["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"];
+            let rules =
+                &schema["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"];
             assert_eq!(rules[0]["rule"], "false");
             assert_eq!(rules[0]["message"], retired_version_message(&v.name));
         }

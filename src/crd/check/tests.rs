@@ -41,10 +41,16 @@ fn a_misspelled_field_is_named_with_the_api_servers_words_and_a_suggestion() {
     ));
     assert_eq!(
         c.unknown,
-        ["unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\" (did you mean \"restartPolicy\"?)"]
+        [
+            "unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\" (did you mean \"restartPolicy\"?)"
+        ]
     );
     assert!(c.invalid.is_empty());
-    assert!(c.cleaned["spec"]["tfReplicaSpecs"]["Worker"].get("restartPolcy").is_none());
+    assert!(
+        c.cleaned["spec"]["tfReplicaSpecs"]["Worker"]
+            .get("restartPolcy")
+            .is_none()
+    );
 }
 
 #[test]
@@ -81,10 +87,12 @@ fn every_problem_is_found_at_once() {
             ],
         ),
         (
-            job(json!({"tfReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
-                {"name": "tensorflow", "image": "i", "ports": [{"containerPort": "2222", "nmae": "p"}]},
-                "not a container",
-            ]}}}}})),
+            job(
+                json!({"tfReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [
+                    {"name": "tensorflow", "image": "i", "ports": [{"containerPort": "2222", "nmae": "p"}]},
+                    "not a container",
+                ]}}}}}),
+            ),
             vec![
                 "unknown field \"spec.tfReplicaSpecs.Worker.template.spec.containers[0].ports[0].nmae\" (did you mean \"name\"?)",
                 "spec.tfReplicaSpecs[Worker].template.spec.containers[0].ports[0].containerPort: Invalid value: \"2222\": must be of type integer",
@@ -106,7 +114,10 @@ fn every_problem_is_found_at_once() {
         invalid.sort();
         got.extend(invalid);
         assert_eq!(got, want, "{doc}");
-        assert!(check(&c.cleaned).unknown.is_empty(), "cleaned of unknown fields");
+        assert!(
+            check(&c.cleaned).unknown.is_empty(),
+            "cleaned of unknown fields"
+        );
     }
 }
 
@@ -119,13 +130,18 @@ fn the_cleaned_document_can_still_be_read() {
     let job = crate::crd::validation::parse_tfjob(c.cleaned).expect("readable");
     assert!(job.spec.tf_replica_specs.get(ReplicaType::Worker).is_some());
     let missing = check(&json!({"metadata": {"name": "j"}, "spec": {}}));
-    assert_eq!(missing.invalid[0].to_string(), "spec.tfReplicaSpecs: Required value");
+    assert_eq!(
+        missing.invalid[0].to_string(),
+        "spec.tfReplicaSpecs: Required value"
+    );
     assert!(crate::crd::validation::parse_tfjob(missing.cleaned).is_ok());
 }
 
 #[test]
 fn nulls_are_dropped_silently_like_the_api_server_does() {
-    let doc = job(json!({"tfReplicaSpecs": {"Worker": worker(json!({"restartPolicy": null}))}, "runPolicy": null}));
+    let doc = job(
+        json!({"tfReplicaSpecs": {"Worker": worker(json!({"restartPolicy": null}))}, "runPolicy": null}),
+    );
     let c = check(&doc);
     assert_eq!(problems(&c), Vec::<String>::new());
 }
@@ -137,7 +153,10 @@ fn suggestions_only_for_near_names() {
         suggestion("restartpolicy", names.into_iter()),
         " (did you mean \"restartPolicy\"?)"
     );
-    assert_eq!(suggestion("replica", names.into_iter()), " (did you mean \"replicas\"?)");
+    assert_eq!(
+        suggestion("replica", names.into_iter()),
+        " (did you mean \"replicas\"?)"
+    );
     assert_eq!(suggestion("tfPort", names.into_iter()), "");
     assert_eq!(distance("kitten", "sitting"), 3);
 }
