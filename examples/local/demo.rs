@@ -1,10 +1,11 @@
-//! The no-cluster demo: `cargo run --example local -- examples/tf_job_mnist.yaml`.
-//!
-//! Starts the in-memory Kubernetes API server and pod simulator (`sim/`), installs the CRD,
-//! runs the real controller in process, applies the given TFJob(s), and prints their progress
-//! the way `kubectl get tfjobs,pods -w` would, until every job has finished.
+//! The demo's logic: a simulated cluster, the real controller in process, the given TFJobs
+//! applied (older forms converted as `tfjob-operator convert` does, with a pointer at it) and
+//! watched until they finish. Output goes to a writer, so `tests/demo.rs` can run every
+//! command the README shows and check the outcome it promises.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -14,74 +15,160 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tfjob_operator::cli::{Cli, Command};
+use tfjob_operator::convert::{Form, convert_document, form};
 use tfjob_operator::crd::{ConditionStatus, TFJob};
 use tfjob_operator::http::Probes;
 use tfjob_sim::{Options, Sim, SimHandle};
 
 /// Run TFJobs on a simulated cluster and watch them.
-#[derive(Parser)]
-struct Args {
-    /// TFJob manifests (YAML; several documents per file allowed; other kinds are skipped).
+#[derive(Parser, Debug)]
+#[command(name = "local")]
+pub struct Args {
+    /// TFJob manifests (YAML; several documents per file allowed; other kinds are skipped;
+    /// older TFJob forms are converted as `tfjob-operator convert` does).
     #[arg(required = true)]
-    files: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
     /// Script a replica's outcome: `REPLICA=KEY:VALUE`, e.g. `worker-0=exit-code:1` (every job's
     /// worker 0); keys are the simulator's: run-seconds, exit-code, oom, evict, never-start,
     /// fail-times. Repeatable.
     #[arg(long = "script", value_name = "REPLICA=KEY:VALUE")]
-    scripts: Vec<String>,
+    pub scripts: Vec<String>,
     /// How long every pod runs unless scripted otherwise.
     #[arg(long, default_value_t = 2.0)]
-    run_seconds: f64,
+    pub run_seconds: f64,
+    /// Set `spec.runPolicy.backoffLimit` of every job, as if its manifest said so.
+    #[arg(long, value_name = "N")]
+    pub backoff_limit: Option<i32>,
+    /// The simulated kubelet's restart back-off, `INITIAL,MAX` in seconds: a tenth of the real
+    /// kubelet's CrashLoopBackOff (10 s doubling to 300 s), so crash loops show in seconds.
+    #[arg(long, value_name = "INITIAL,MAX", default_value = "1,30", value_parser = backoff)]
+    pub crash_loop_backoff: (Duration, Duration),
     /// Port of the simulated API server (0 = any free port).
     #[arg(long, default_value_t = 0)]
-    port: u16,
+    pub port: u16,
     /// Keep the cluster up after the jobs finish, for a look around with kubectl (Ctrl-C ends).
     #[arg(long)]
-    keep: bool,
+    pub keep: bool,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    let docs = read_jobs(&args.files)?;
+fn backoff(s: &str) -> Result<(Duration, Duration), String> {
+    let seconds = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| *f >= 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| format!("{x:?} is not a number of seconds"))
+    };
+    match s.split_once(',') {
+        Some((a, b)) => Ok((seconds(a)?, seconds(b)?)),
+        None => seconds(s).map(|d| (d, d * 30)),
+    }
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // tests/demo.rs reads every field; the demo binary prints them
+pub struct JobOutcome {
+    pub name: String,
+    /// The latest condition with status True: `Succeeded` or `Failed`.
+    pub state: String,
+    pub reason: String,
+    pub message: String,
+    /// `status.replicaStatuses[*].restarts`, added up.
+    pub restarts: i32,
+}
+
+/// Runs the demo; with `--keep`, waits for `keep` (Ctrl-C) before stopping.
+pub async fn run(
+    args: &Args,
+    out: &mut dyn Write,
+    keep: impl Future<Output = ()>,
+) -> anyhow::Result<Vec<JobOutcome>> {
+    let docs = read_jobs(&args.files, out)?;
     let sim = Sim::start(Options {
         port: args.port,
+        crash_loop_backoff: args.crash_loop_backoff,
         ..Options::default()
     })
     .await?;
-    let kubeconfig =
-        std::env::temp_dir().join(format!("tfjob-sim-{}.kubeconfig", sim.addr().port()));
-    sim.write_kubeconfig(&kubeconfig)?;
-    println!("simulated cluster at {}; look around with:", sim.url());
-    println!(
-        "  kubectl --kubeconfig {} get tfjobs,pods,services -A",
-        kubeconfig.display()
-    );
+    let (initial, max) = args.crash_loop_backoff;
+    writeln!(
+        out,
+        "simulated cluster at {}; container restarts back off {initial:?} doubling to {max:?} \
+         (the kubelet's 10s to 5m0s, scaled down)",
+        sim.url()
+    )?;
     let client = Client::try_from(kube::Config::new(sim.url().parse()?))?;
     install_crd(&client).await?;
     start_operator(client.clone());
 
     let mut jobs = Vec::new();
     for doc in docs {
-        jobs.push(submit(&client, &sim, doc, &args).await?);
+        jobs.push(submit(&client, &sim, doc, args, out).await?);
     }
-    watch(&client, &jobs).await?;
+    let outcomes = watch(&client, &jobs, out).await?;
     if args.keep {
-        println!("jobs finished; the cluster stays up (Ctrl-C to stop)");
-        tokio::signal::ctrl_c().await?;
+        let kubeconfig =
+            std::env::temp_dir().join(format!("tfjob-demo-{}.kubeconfig", sim.addr().port()));
+        sim.write_kubeconfig(&kubeconfig)?;
+        writeln!(
+            out,
+            "jobs finished; the cluster stays up until Ctrl-C. Look around with:\n  \
+             kubectl --kubeconfig {} get tfjobs,pods,services -A",
+            kubeconfig.display()
+        )?;
+        out.flush()?;
+        keep.await;
+        // The kubeconfig names a port that is about to close: leave nothing behind.
+        let _ = std::fs::remove_file(&kubeconfig);
     }
-    Ok(())
+    Ok(outcomes)
 }
 
-fn read_jobs(files: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
+/// Every TFJob document of the files: current ones as they are, older forms converted.
+fn read_jobs(files: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<Vec<Value>> {
     let mut jobs = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
         let docs: Vec<Value> =
             serde_saphyr::from_multiple(&text).with_context(|| file.display().to_string())?;
-        jobs.extend(docs.into_iter().filter(|d| d["kind"] == "TFJob"));
+        for (n, doc) in docs.into_iter().filter(|d| !d.is_null()).enumerate() {
+            let f = form(&doc);
+            match f {
+                Form::Other => {}
+                Form::Current => jobs.push(doc),
+                Form::EarlyV1 => {
+                    writeln!(
+                        out,
+                        "{}: {}: its run policy fields are honoured; `tfjob-operator convert {}` \
+                         moves them under spec.runPolicy",
+                        file.display(),
+                        f.describe(),
+                        file.display()
+                    )?;
+                    jobs.push(doc);
+                }
+                _ => {
+                    let converted = convert_document(doc).map_err(|e| {
+                        anyhow::anyhow!("{}, document {}: {e}", file.display(), n + 1)
+                    })?;
+                    writeln!(
+                        out,
+                        "{}: {}, not kubeflow.org/v1: running it as `tfjob-operator convert {}` \
+                         rewrites it ({} notes, {} to check: run that command to read them)",
+                        file.display(),
+                        f.describe(),
+                        file.display(),
+                        converted.notes.0.len(),
+                        converted.notes.checks()
+                    )?;
+                    jobs.push(converted.doc);
+                }
+            }
+        }
     }
     if jobs.is_empty() {
         bail!("no TFJob in {files:?}");
@@ -116,8 +203,27 @@ async fn submit(
     sim: &SimHandle,
     mut doc: Value,
     args: &Args,
+    out: &mut dyn Write,
 ) -> anyhow::Result<(String, String)> {
-    doc["apiVersion"] = "kubeflow.org/v1".into(); // manifests written for v1beta1 run as v1
+    if let Some(limit) = args.backoff_limit {
+        doc["spec"]["runPolicy"]["backoffLimit"] = json!(limit);
+    }
+    // `kubectl get -o yaml` output: what the API server wrote cannot be created again.
+    if let Some(obj) = doc.as_object_mut() {
+        obj.remove("status");
+    }
+    if let Some(meta) = doc["metadata"].as_object_mut() {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "selfLink",
+            "generation",
+            "managedFields",
+        ] {
+            meta.remove(field);
+        }
+    }
     let ns = doc["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default")
@@ -127,7 +233,7 @@ async fn submit(
         namespaces
             .create(
                 &PostParams::default(),
-                &serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))?,
+                &serde_json::from_value(json!({"metadata": {"name": ns}}))?,
             )
             .await?;
     }
@@ -143,7 +249,7 @@ async fn submit(
     if known.is_none() {
         script(sim, &ns, &name, &created, args)?;
     }
-    println!("tfjob.kubeflow.org/{name} created in namespace {ns}");
+    writeln!(out, "tfjob.kubeflow.org/{name} created in namespace {ns}")?;
     Ok((ns, name))
 }
 
@@ -174,11 +280,16 @@ fn script(sim: &SimHandle, ns: &str, name: &str, job: &TFJob, args: &Args) -> an
     Ok(())
 }
 
-/// Print a line whenever a job's state or a pod's status changes, like `kubectl get -w`.
-async fn watch(client: &Client, jobs: &[(String, String)]) -> anyhow::Result<()> {
+/// Print a line whenever a job's state or a pod's status changes, like `kubectl get -w`,
+/// until every job has finished; then each job's outcome.
+async fn watch(
+    client: &Client,
+    jobs: &[(String, String)],
+    out: &mut dyn Write,
+) -> anyhow::Result<Vec<JobOutcome>> {
     let started = Instant::now();
     let mut shown: BTreeMap<String, String> = BTreeMap::new();
-    println!("{:<8} {:<40} {:<12} RESTARTS", "AGE", "NAME", "STATUS");
+    writeln!(out, "{:<8} {:<40} {:<12} RESTARTS", "AGE", "NAME", "STATUS")?;
     loop {
         let mut finished = 0;
         for (ns, name) in jobs {
@@ -189,18 +300,13 @@ async fn watch(client: &Client, jobs: &[(String, String)]) -> anyhow::Result<()>
             if matches!(state.as_str(), "Succeeded" | "Failed") {
                 finished += 1;
             }
-            let restarts: i32 = job
-                .status
-                .iter()
-                .flat_map(|s| s.replica_statuses.values())
-                .filter_map(|r| r.restarts)
-                .sum();
             show(
                 &mut shown,
                 started,
                 format!("tfjob/{name}"),
-                format!("{state:<12} {restarts}"),
-            );
+                format!("{state:<12} {}", restarts(&job)),
+                out,
+            )?;
             let lp =
                 ListParams::default().labels(&format!("training.kubeflow.org/job-name={name}"));
             for pod in Api::<Pod>::namespaced(client.clone(), ns)
@@ -213,37 +319,65 @@ async fn watch(client: &Client, jobs: &[(String, String)]) -> anyhow::Result<()>
                     started,
                     format!("pod/{}", pod.name_any()),
                     pod_line(&pod),
-                );
+                    out,
+                )?;
             }
         }
         if finished == jobs.len() {
             tokio::time::sleep(Duration::from_millis(500)).await; // let cleanup show
+            let mut outcomes = Vec::new();
             for (ns, name) in jobs {
                 let job = Api::<TFJob>::namespaced(client.clone(), ns)
                     .get(name)
                     .await?;
-                if let Some(c) = job.status.as_ref().and_then(|s| s.conditions.last()) {
-                    println!(
-                        "tfjob/{name}: {:?} ({}): {}",
-                        c.type_,
-                        c.reason.as_deref().unwrap_or(""),
-                        c.message.as_deref().unwrap_or("")
-                    );
-                }
+                let last = job.status.as_ref().and_then(|s| {
+                    s.conditions
+                        .iter()
+                        .rev()
+                        .find(|c| c.status == ConditionStatus::True)
+                });
+                let outcome = JobOutcome {
+                    name: name.clone(),
+                    state: state(&job),
+                    reason: last.and_then(|c| c.reason.clone()).unwrap_or_default(),
+                    message: last.and_then(|c| c.message.clone()).unwrap_or_default(),
+                    restarts: restarts(&job),
+                };
+                writeln!(
+                    out,
+                    "tfjob/{name}: {} ({}): {} [restarts: {}]",
+                    outcome.state, outcome.reason, outcome.message, outcome.restarts
+                )?;
+                outcomes.push(outcome);
             }
-            return Ok(());
+            return Ok(outcomes);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-fn show(shown: &mut BTreeMap<String, String>, started: Instant, name: String, line: String) {
+fn restarts(job: &TFJob) -> i32 {
+    job.status
+        .iter()
+        .flat_map(|s| s.replica_statuses.values())
+        .filter_map(|r| r.restarts)
+        .sum()
+}
+
+fn show(
+    shown: &mut BTreeMap<String, String>,
+    started: Instant,
+    name: String,
+    line: String,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let deleted = shown.get(&name).is_some_and(|l| l == "Deleted");
     if shown.get(&name) != Some(&line) && !(deleted && line == "Deleted") {
         let age = format!("{:.1}s", started.elapsed().as_secs_f64());
-        println!("{age:<8} {name:<40} {line}");
+        writeln!(out, "{age:<8} {name:<40} {line}")?;
         shown.insert(name, line);
     }
+    Ok(())
 }
 
 fn state(job: &TFJob) -> String {
