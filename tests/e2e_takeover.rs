@@ -240,7 +240,7 @@ async fn a_job_kubeflow_started_is_continued_without_touching_its_pods() {
     for (name, uid) in &uids {
         assert_eq!(
             recorder.uids_of(name),
-            [uid.clone()],
+            std::slice::from_ref(uid),
             "{name} never recreated"
         );
     }

@@ -39,22 +39,17 @@ impl Notes {
     /// The comment block: a heading, then the notes grouped as changed, dropped, check.
     pub fn comment(&self, heading: &str) -> String {
         let mut out = format!("# {heading}\n");
-        let groups: [(&str, fn(&Note) -> Option<&String>); 3] = [
-            ("Changed:", |n| match n {
-                Note::Changed(t) => Some(t),
-                _ => None,
-            }),
-            ("Dropped:", |n| match n {
-                Note::Dropped(t) => Some(t),
-                _ => None,
-            }),
-            ("Check:", |n| match n {
-                Note::Check(t) => Some(t),
-                _ => None,
-            }),
-        ];
-        for (title, pick) in groups {
-            let lines: Vec<&String> = self.0.iter().filter_map(pick).collect();
+        for (title, group) in [("Changed:", 0), ("Dropped:", 1), ("Check:", 2)] {
+            let lines: Vec<&String> = self
+                .0
+                .iter()
+                .filter_map(|n| match n {
+                    Note::Changed(t) if group == 0 => Some(t),
+                    Note::Dropped(t) if group == 1 => Some(t),
+                    Note::Check(t) if group == 2 => Some(t),
+                    _ => None,
+                })
+                .collect();
             if lines.is_empty() {
                 continue;
             }
