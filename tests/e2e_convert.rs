@@ -118,3 +118,41 @@ async fn converted_seed_examples_of_every_older_form_run_to_success() {
         .and_then(|s| s.queue);
     assert_eq!(queue.as_deref(), Some("default"), "the T9k queue, stored");
 }
+
+/// Early `v1` run policy fields at the top of `spec` are honoured as written, without
+/// converting (docs/behaviour.md §2): `cleanPodPolicy: None` keeps the parameter server after
+/// success, `activeDeadlineSeconds` fails a job that runs too long.
+#[tokio::test]
+async fn early_v1_run_policy_fields_are_honoured_as_written() {
+    let c = TestCluster::start("early-v1").await;
+    let mut keep = support::job("keep", &[("PS", 1, "Never"), ("Worker", 1, "Never")]);
+    keep["spec"]["cleanPodPolicy"] = "None".into();
+    support::annotate(&mut keep, "PS", "sim.tfjob.dev/run-seconds", "300");
+    let mut late = support::job("late", &[("Worker", 1, "Never")]);
+    late["spec"]["activeDeadlineSeconds"] = 2.into();
+    support::annotate(&mut late, "Worker", "sim.tfjob.dev/run-seconds", "300");
+    c.create(keep).await;
+    c.create(late).await;
+
+    c.until_condition("keep", ConditionType::Succeeded).await;
+    support::settle().await;
+    assert_eq!(
+        c.pod_names("keep").await,
+        ["keep-ps-0", "keep-worker-0"],
+        "cleanPodPolicy None (the default, Running, would delete the PS)"
+    );
+    let failed = c.until_condition("late", ConditionType::Failed).await;
+    assert_eq!(
+        support::reason_and_message(&failed, ConditionType::Failed),
+        Some((
+            "TFJobFailed".to_string(),
+            "Job late has failed because it was active longer than specified deadline".to_string()
+        ))
+    );
+    let stored = c.jobs().get("keep").await.unwrap();
+    assert_eq!(
+        stored.spec.clean_pod_policy,
+        Some(tfjob_operator::crd::CleanPodPolicy::None),
+        "stored where it was written: the API server kept it"
+    );
+}
