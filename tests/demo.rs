@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 #[path = "../examples/local/demo.rs"]
 mod demo;
+#[path = "../examples/local/watch.rs"]
+mod watch;
 
 use clap::Parser;
 
@@ -98,24 +100,44 @@ async fn keep_prints_the_kubectl_hint_and_leaves_no_file_behind() {
 }
 
 #[tokio::test]
-async fn older_forms_are_converted_with_a_pointer_at_convert() {
+async fn every_older_seed_example_runs_in_the_demo_with_a_pointer_at_convert() {
     std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).expect("cd");
-    let args: Vec<String> = [
-        "tests/fixtures/seeds/014-v1beta1-example-tfjob.yaml",
-        "tests/fixtures/seeds/008-mnist-get-output-legacy-fields.yaml",
-        "--run-seconds",
-        "0.2",
-    ]
-    .map(String::from)
-    .to_vec();
-    let (outcomes, out) = run(&args).await;
-    assert!(outcomes.iter().all(|o| o.state == "Succeeded"), "{out}");
-    assert!(
-        out.contains("014-v1beta1-example-tfjob.yaml: a kubeflow.org/v1beta1 TFJob, not kubeflow.org/v1: running it as `tfjob-operator convert"),
-        "{out}"
-    );
-    assert!(
-        out.contains("008-mnist-get-output-legacy-fields.yaml: an early kubeflow.org/v1 TFJob (run policy directly under spec): its run policy fields are honoured"),
-        "{out}"
-    );
+    let seeds = "tests/fixtures/seeds";
+    // Two runs: 013 and 017 share their names with 011 and 016.
+    let runs = [
+        vec![
+            "011-v1alpha1-example-job.yaml",
+            "012-v1alpha1-tf-smoke-gpu.yaml",
+            "014-v1beta1-example-tfjob.yaml",
+            "015-v1beta1-module6-ex1-gpu.yaml",
+            "016-t9k-tensorflow-example.yaml",
+            "008-mnist-get-output-legacy-fields.yaml",
+        ],
+        vec![
+            "013-v1alpha1-example-job-get-output.yaml",
+            "017-t9k-tensorflow-example-scheduler-tensorboard.yaml",
+        ],
+    ];
+    for files in runs {
+        let mut args: Vec<String> = files.iter().map(|f| format!("{seeds}/{f}")).collect();
+        args.extend(["--run-seconds".to_string(), "0.2".to_string()]);
+        let (outcomes, out) = run(&args).await;
+        assert_eq!(outcomes.len(), files.len(), "{out}");
+        assert!(outcomes.iter().all(|o| o.state == "Succeeded"), "{out}");
+        for file in files.iter().filter(|f| !f.starts_with("008")) {
+            assert!(
+                out.contains(&format!("{seeds}/{file}: a "))
+                    && out.contains(&format!(
+                        "running it as `tfjob-operator convert {seeds}/{file}`"
+                    )),
+                "{file}: no pointer at convert in:\n{out}"
+            );
+        }
+        if files.iter().any(|f| f.starts_with("008")) {
+            assert!(
+                out.contains("008-mnist-get-output-legacy-fields.yaml: an early kubeflow.org/v1 TFJob (run policy directly under spec): its run policy fields are honoured"),
+                "{out}"
+            );
+        }
+    }
 }

@@ -3,10 +3,11 @@
 //! Starts the in-memory Kubernetes API server and pod simulator (`sim/`), installs the CRD,
 //! runs the real controller in process, applies the given TFJob(s) — converting older forms
 //! as `tfjob-operator convert` does — and prints their progress the way `kubectl get
-//! tfjobs,pods -w` would, until every job has finished. The logic is in `demo.rs`, which
-//! `tests/demo.rs` runs with every command the README shows.
+//! tfjobs,pods -w` would, until every job has finished. The logic is in `demo.rs` and
+//! `watch.rs`, which `tests/demo.rs` runs with every command the README shows.
 
 mod demo;
+mod watch;
 
 use clap::Parser;
 

@@ -12,8 +12,9 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value};
 
 use super::schema::crd;
-use super::spec::ReplicaType;
 use super::validation::FieldError;
+use path::At;
+use words::{empty_of, flag, num, render, suggestion, type_mismatch};
 
 /// What the check found, and the document with every offending value taken out.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -70,51 +71,6 @@ pub fn check(doc: &Value) -> Checked {
         unknown: walk.unknown,
         invalid: walk.invalid,
         cleaned,
-    }
-}
-
-/// A place in the document, in the two spellings: the API server's for unknown fields
-/// (`spec.tfReplicaSpecs.Worker.x`) and ours for the rest (`spec.tfReplicaSpecs[Worker].x`).
-#[derive(Clone, Debug, Default)]
-struct At {
-    api: String,
-    ours: String,
-}
-
-impl At {
-    fn field(&self, name: &str) -> At {
-        At {
-            api: join(&self.api, name),
-            ours: join(&self.ours, name),
-        }
-    }
-
-    /// A key of a map (`additionalProperties`); replica types are named canonically, as
-    /// validation names them.
-    fn key(&self, key: &str) -> At {
-        let shown = match self.api.as_str() {
-            "spec.tfReplicaSpecs" => ReplicaType::parse(key).map_or(key, |t| t.as_str()),
-            _ => key,
-        };
-        At {
-            api: join(&self.api, key),
-            ours: format!("{}[{shown}]", self.ours),
-        }
-    }
-
-    fn index(&self, i: usize) -> At {
-        At {
-            api: format!("{}[{i}]", self.api),
-            ours: format!("{}[{i}]", self.ours),
-        }
-    }
-}
-
-fn join(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.to_string()
-    } else {
-        format!("{path}.{name}")
     }
 }
 
@@ -306,87 +262,7 @@ impl Walk {
     }
 }
 
-fn flag(schema: &Value, name: &str) -> bool {
-    schema.get(name).and_then(Value::as_bool) == Some(true)
-}
-
-/// The schema type a value fails to have, if it fails.
-fn type_mismatch(schema: &Value, value: &Value) -> Option<String> {
-    let actual = match value {
-        Value::Bool(_) => "boolean",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::Null => return None,
-    };
-    if flag(schema, "x-kubernetes-int-or-string") {
-        return (!matches!(actual, "integer" | "string")).then(|| "integer or string".into());
-    }
-    match schema.get("type").and_then(Value::as_str) {
-        None => None,
-        Some("number") if actual == "integer" => None,
-        Some(want) if want == actual => None,
-        Some(want) => Some(want.to_string()),
-    }
-}
-
-/// The value a missing required field gets in the cleaned document.
-fn empty_of(schema: &Value) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => Value::Object(Map::new()),
-        Some("array") => Value::Array(Vec::new()),
-        Some("string") => Value::String(String::new()),
-        Some("integer" | "number") => Value::from(0),
-        Some("boolean") => Value::Bool(false),
-        _ => Value::Null,
-    }
-}
-
-fn num(f: f64) -> Value {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        Value::from(f as i64)
-    } else {
-        Value::from(f)
-    }
-}
-
-/// A value as Kubernetes field errors show it: strings quoted, the rest as compact JSON.
-fn render(v: &Value) -> String {
-    v.to_string()
-}
-
-/// ` (did you mean "x"?)` when one declared name is within two edits of `key`, or differs only
-/// in case.
-fn suggestion<'a>(key: &str, declared: impl Iterator<Item = &'a str>) -> String {
-    declared
-        .map(|d| {
-            (
-                distance(&key.to_ascii_lowercase(), &d.to_ascii_lowercase()),
-                d,
-            )
-        })
-        .filter(|(n, _)| *n <= 2)
-        .min()
-        .map(|(_, d)| format!(" (did you mean \"{d}\"?)"))
-        .unwrap_or_default()
-}
-
-/// Levenshtein distance over bytes (field names are ASCII).
-fn distance(a: &str, b: &str) -> usize {
-    let b = b.as_bytes();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.bytes().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
+mod path;
 #[cfg(test)]
 mod tests;
+mod words;

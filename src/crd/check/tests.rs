@@ -1,6 +1,8 @@
 use serde_json::json;
 
+use super::words::distance;
 use super::*;
+use crate::crd::ReplicaType;
 
 fn job(spec: Value) -> Value {
     json!({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "j"}, "spec": spec})
