@@ -43,9 +43,14 @@ async fn run(args: &[String]) -> (Vec<demo::JobOutcome>, String) {
     let argv = std::iter::once("local".to_string()).chain(args.iter().cloned());
     let args = demo::Args::try_parse_from(argv).expect("the README's arguments parse");
     let mut out = Vec::new();
-    let outcomes = demo::run(&args, &mut out, async {})
-        .await
-        .expect("the demo runs");
+    // The demo itself waits as long as its jobs run; a test must not.
+    let outcomes = tokio::time::timeout(
+        std::time::Duration::from_secs(180),
+        demo::run(&args, &mut out, async {}),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the demo did not end: {args:?}"))
+    .expect("the demo runs");
     (outcomes, String::from_utf8(out).expect("utf-8"))
 }
 

@@ -4,7 +4,6 @@
 //! comments, every change made and everything dropped with the reason. Pure: text in, text out.
 
 mod cleanup;
-mod form;
 mod map_form;
 mod notes;
 mod replica;
@@ -14,7 +13,7 @@ mod yaml;
 
 use serde_json::{Value, json};
 
-pub use form::{Form, form, older_form_hint};
+pub use crate::crd::form::{Form, form, older_form_hint};
 pub use notes::{Note, Notes};
 pub use v1alpha1::DEFAULT_TF_IMAGE;
 

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::form::EARLY_V1_FIELDS;
 use super::notes::Notes;
 use crate::crd::ReplicaType;
+use crate::crd::form::EARLY_V1_FIELDS;
 
 /// The fields of a `kubeflow.org/v1` replica spec.
 const REPLICA_FIELDS: [&str; 3] = ["replicas", "template", "restartPolicy"];

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod defaults;
+pub mod form;
 pub mod names;
 pub mod object;
 pub mod schema;

@@ -1,5 +1,5 @@
-//! Which form of TFJob a manifest document is written in, and what `render`, the demo and
-//! the operator say when they meet an older one. Pure.
+//! Which form of TFJob a document is written in, and what `render`, the demo and the operator
+//! say when they meet an older one (`convert` rewrites them, docs/behaviour.md §11). Pure.
 
 use serde_json::Value;
 
