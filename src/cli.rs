@@ -24,6 +24,18 @@ pub enum Command {
     Render(RenderArgs),
     /// Run the controller: watch TFJobs and run their pods and services.
     Run(Box<RunArgs>),
+    /// Rewrite TFJob manifests of older forms as kubeflow.org/v1 YAML on standard output:
+    /// tf-operator v1alpha1, kubeflow.org v1alpha2/v1beta1/v1beta2 and early v1, T9k's
+    /// TensorFlowTrainingJob. Each document says in comments what changed and what was
+    /// dropped; other kinds pass through unchanged. A summary goes to standard error.
+    Convert(ConvertArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Manifests (YAML, several documents allowed); `-` reads standard input.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +78,17 @@ mod tests {
             panic!("not render")
         };
         assert!(!args.reads_stdin());
+    }
+
+    #[test]
+    fn convert_takes_files() {
+        let Command::Convert(args) =
+            Cli::parse_from(["tfjob-operator", "convert", "a.yaml", "-"]).command
+        else {
+            panic!("not convert")
+        };
+        assert_eq!(args.files, [PathBuf::from("a.yaml"), PathBuf::from("-")]);
+        assert!(Cli::try_parse_from(["tfjob-operator", "convert"]).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod convert;
 pub mod crd;
 pub mod error;
 pub mod http;

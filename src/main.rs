@@ -6,7 +6,8 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use tfjob_operator::cli::{Cli, Command, RenderArgs};
+use tfjob_operator::cli::{Cli, Command, ConvertArgs, RenderArgs};
+use tfjob_operator::convert::convert;
 use tfjob_operator::crd::schema::crd_yaml;
 use tfjob_operator::render::render;
 use tfjob_operator::settings::RunArgs;
@@ -17,6 +18,7 @@ fn main() -> ExitCode {
         Command::Crd => print(&crd_yaml()),
         Command::Render(args) => render_command(&args),
         Command::Run(args) => run_command(*args),
+        Command::Convert(args) => convert_command(&args),
     }
 }
 
@@ -38,14 +40,47 @@ fn run_command(args: RunArgs) -> ExitCode {
     }
 }
 
-fn render_command(args: &RenderArgs) -> ExitCode {
-    let input = if args.reads_stdin() {
+/// A file's text; `-` is standard input.
+fn read_input(file: &std::path::Path) -> std::io::Result<String> {
+    if file.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s).map(|_| s)
     } else {
-        std::fs::read_to_string(&args.file)
-    };
-    let input = match input {
+        std::fs::read_to_string(file)
+    }
+}
+
+fn convert_command(args: &ConvertArgs) -> ExitCode {
+    let mut outputs = Vec::new();
+    let mut failed = false;
+    for file in &args.files {
+        let name = file.display().to_string();
+        let result = read_input(file)
+            .map_err(|e| vec![e.to_string()])
+            .and_then(|text| convert(&text, &name));
+        match result {
+            Ok(c) => {
+                for line in &c.summary {
+                    eprintln!("{line}");
+                }
+                outputs.push(c.yaml);
+            }
+            Err(errors) => {
+                failed = true;
+                for e in errors {
+                    eprintln!("{name}: {e}");
+                }
+            }
+        }
+    }
+    if failed {
+        return ExitCode::FAILURE;
+    }
+    print(&outputs.join("---\n"))
+}
+
+fn render_command(args: &RenderArgs) -> ExitCode {
+    let input = match read_input(&args.file) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}: {e}", args.file.display());

@@ -1,11 +1,14 @@
-//! `tfjob-operator render`: the children a TFJob would get, as a YAML stream. Pure: takes
-//! the manifest text, returns the output text or the problems found.
+//! `tfjob-operator render`: the children a TFJob would get, as a YAML stream, or every problem
+//! the API server and the operator would find (docs/behaviour.md §3). Pure: takes the manifest
+//! text, returns the output text or the problems found.
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use serde::Serialize;
 
+use crate::convert::older_form_hint;
 use crate::crd::TFJob;
-use crate::crd::defaults::with_defaults;
+use crate::crd::check::check;
+use crate::crd::defaults::{legacy_run_policy_fields, with_defaults};
 use crate::crd::validation::{parse_tfjob, validate};
 use crate::reconcile::desired::{pod, service, template_sets_restart_policy};
 use crate::reconcile::labels::job_name;
@@ -32,6 +35,15 @@ pub fn render(yaml: &str, cluster_domain: Option<&str>) -> Result<String, Vec<St
     let mut children = Vec::new();
     let mut errors = Vec::new();
     for (n, doc) in docs.into_iter().enumerate() {
+        let prefix = if many {
+            format!("document {}: ", n + 1)
+        } else {
+            String::new()
+        };
+        if let Some(hint) = older_form_hint(&doc) {
+            errors.push(format!("{prefix}{hint}"));
+            continue;
+        }
         let kind = doc
             .get("kind")
             .and_then(|k| k.as_str())
@@ -41,11 +53,6 @@ pub fn render(yaml: &str, cluster_domain: Option<&str>) -> Result<String, Vec<St
             notes.push_str(&format!("# skipped document {}: kind {kind}\n", n + 1));
             continue;
         }
-        let prefix = if many {
-            format!("document {}: ", n + 1)
-        } else {
-            String::new()
-        };
         match job_children(doc, cluster_domain, &mut notes) {
             Ok(mut c) => children.append(&mut c),
             Err(problems) => errors.extend(problems.into_iter().map(|p| format!("{prefix}{p}"))),
@@ -66,7 +73,29 @@ fn job_children(
     cluster_domain: Option<&str>,
     notes: &mut String,
 ) -> Result<Vec<Child>, Vec<String>> {
-    let mut job = parse_tfjob(doc).map_err(|e| vec![e.to_string()])?;
+    // What the API server would refuse first (unknown fields under kubectl's strict field
+    // validation, values its schema rejects), then what the operator would: all of it.
+    let checked = check(&doc);
+    let from_get = checked
+        .unknown
+        .iter()
+        .any(|u| u.starts_with("unknown field \"status."));
+    let mut problems: Vec<String> = checked.unknown;
+    if from_get {
+        problems.push(
+            "status: this looks like `kubectl get -o yaml` output of an older TFJob; \
+             `tfjob-operator convert FILE` drops the status and what the API server wrote"
+                .into(),
+        );
+    }
+    problems.extend(checked.invalid.iter().map(ToString::to_string));
+    let mut job = match parse_tfjob(checked.cleaned) {
+        Ok(job) => job,
+        Err(e) => {
+            problems.push(e.to_string());
+            return Err(problems);
+        }
+    };
     if job.metadata.name.as_deref().unwrap_or_default().is_empty()
         && let Some(prefix) = job.metadata.generate_name.clone()
     {
@@ -76,7 +105,27 @@ fn job_children(
         ));
         job.metadata.name = Some(name);
     }
-    validate(&job).map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    if let Err(errs) = validate(&job) {
+        for e in errs.iter().map(ToString::to_string) {
+            if !problems.contains(&e) {
+                problems.push(e);
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    for (field, overridden) in legacy_run_policy_fields(&job.spec) {
+        let what = if overridden {
+            format!("ignored: spec.runPolicy.{field} is set and wins")
+        } else {
+            format!("honoured as spec.runPolicy.{field}")
+        };
+        notes.push_str(&format!(
+            "# {}: spec.{field} is the early kubeflow.org/v1 place, {what}; `tfjob-operator convert` moves it\n",
+            job_name(&job)
+        ));
+    }
     if template_sets_restart_policy(&job) {
         // The operator reports this once per job as a `SetPodTemplateRestartPolicy` Warning.
         notes.push_str(&format!(

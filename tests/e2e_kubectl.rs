@@ -31,6 +31,23 @@ async fn kubectl(tool: &Kubectl, args: &[&str]) -> String {
     stdout
 }
 
+/// Run kubectl expecting it to fail; returns its stderr.
+async fn kubectl_fails(tool: &Kubectl, args: &[&str]) -> String {
+    let mut cmd = Command::new(&tool.program);
+    cmd.arg("--kubeconfig").arg(&tool.config).args(args);
+    let shown = format!("kubectl {}", args.join(" "));
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("kubectl task")
+        .unwrap_or_else(|e| panic!("running {shown}: {e}"));
+    assert!(
+        !output.status.success(),
+        "{shown} succeeded:\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// The kubectl to use and the kubeconfig it reads.
 struct Kubectl {
     program: PathBuf,
@@ -74,6 +91,155 @@ fn scratch_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tfjob-e2e-kubectl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("creating a temp dir");
     dir
+}
+
+/// The kubectl of the cluster's tier, with a kubeconfig for it written under `dir`.
+fn kubectl_for(c: &TestCluster, dir: &Path) -> Kubectl {
+    let tool = match &c.real {
+        Some(real) => Kubectl {
+            program: real.kubectl.clone(),
+            config: real.admin_kubeconfig.clone(),
+        },
+        None => {
+            let config = dir.join("kubeconfig");
+            c.sim()
+                .write_kubeconfig(&config)
+                .expect("writing the kubeconfig");
+            Kubectl {
+                program: "kubectl".into(),
+                config,
+            }
+        }
+    };
+    require_kubectl(&tool.program);
+    tool
+}
+
+fn seed(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/seeds")
+        .join(file)
+}
+
+/// `tfjob-operator convert FILE` into `dir`; the converted file's path.
+fn converted_file(file: &Path, dir: &Path) -> PathBuf {
+    let out = Command::new(env!("CARGO_BIN_EXE_tfjob-operator"))
+        .arg("convert")
+        .arg(file)
+        .output()
+        .expect("running tfjob-operator convert");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = dir.join(file.file_name().expect("a file"));
+    std::fs::write(&path, &out.stdout).expect("writing the converted manifest");
+    path
+}
+
+#[tokio::test]
+async fn kubectl_refuses_older_forms_pointing_at_convert_and_runs_them_converted() {
+    let c = TestCluster::start("kubectl-older").await;
+    let dir = scratch_dir().join("older");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let tool = kubectl_for(&c, &dir);
+    let ns = c.namespace.clone();
+    // (seed, what kubectl says; the retired versions are served only to say this)
+    let cases = [
+        (
+            "011-v1alpha1-example-job.yaml",
+            vec![
+                "Warning: kubeflow.org/v1alpha1 TFJob is retired; `tfjob-operator convert FILE` rewrites it as kubeflow.org/v1",
+                "kubeflow.org/v1alpha1 TFJobs are no longer served: rewrite the manifest as kubeflow.org/v1 with `tfjob-operator convert FILE`",
+            ],
+        ),
+        (
+            "014-v1beta1-example-tfjob.yaml",
+            vec![
+                "Warning: kubeflow.org/v1beta1 TFJob is retired",
+                "kubeflow.org/v1beta1 TFJobs are no longer served: rewrite the manifest as kubeflow.org/v1 with `tfjob-operator convert FILE`",
+            ],
+        ),
+        // Another group: only the README can point at convert (as the real server, no match).
+        (
+            "016-t9k-tensorflow-example.yaml",
+            vec![
+                "no matches for kind \"TensorFlowTrainingJob\" in version \"batch.tensorstack.dev/v1beta1\"",
+            ],
+        ),
+    ];
+    for (file, says) in &cases {
+        let path = seed(file);
+        let stderr = kubectl_fails(
+            &tool,
+            &["-n", &ns, "apply", "-f", path.to_str().expect("path")],
+        )
+        .await;
+        for s in says {
+            assert!(stderr.contains(s), "{file}: {s:?} not in:\n{stderr}");
+        }
+    }
+
+    // A misspelled field: the cluster says no, with the words `render` uses.
+    let typo = std::fs::read_to_string(seed("004-tfjob-simple-get-output.yaml"))
+        .expect("seed")
+        .replace("restartPolicy: OnFailure", "restartPolcy: OnFailure")
+        .replace("namespace: kubeflow", &format!("namespace: {ns}"));
+    let typo_file = dir.join("typo.yaml");
+    std::fs::write(&typo_file, &typo).expect("writing");
+    let stderr = kubectl_fails(&tool, &["apply", "-f", typo_file.to_str().expect("path")]).await;
+    let render_says =
+        tfjob_operator::render::render(&typo, None).expect_err("render refuses it too");
+    assert_eq!(render_says.len(), 1, "{render_says:?}");
+    let words = render_says[0]
+        .split(" (did you mean")
+        .next()
+        .expect("words");
+    assert_eq!(
+        words,
+        "unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\""
+    );
+    assert!(
+        stderr.contains(&format!("strict decoding error: {words}")),
+        "{stderr}"
+    );
+
+    // Converted, the same manifests apply and run.
+    let mut names = Vec::new();
+    for (file, _) in &cases {
+        let converted = converted_file(&seed(file), &dir);
+        let out = kubectl(
+            &tool,
+            &[
+                "-n",
+                &ns,
+                "apply",
+                "-f",
+                converted.to_str().expect("path"),
+                "-o",
+                "name",
+            ],
+        )
+        .await;
+        names.push(
+            out.trim()
+                .trim_start_matches("tfjob.kubeflow.org/")
+                .to_string(),
+        );
+    }
+    assert_eq!(
+        names,
+        ["example-job", "example-tfjob", "tensorflow-example"]
+    );
+    for name in &names {
+        until(&c.jobs(), name, "converted and succeeded", |j| {
+            j.filter(|j| has_condition(j, ConditionType::Succeeded))
+                .map(|_| ())
+        })
+        .await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

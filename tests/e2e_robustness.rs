@@ -62,9 +62,10 @@ async fn an_unreadable_tfjob_fails_with_the_field_named_and_does_not_stall_other
     .await;
     assert_eq!(failed["reason"], "TFJobFailedValidation");
     let message = failed["message"].as_str().unwrap();
-    assert!(
-        message.contains("spec.tfReplicaSpecs.Worker.replicas"),
-        "{message}"
+    assert_eq!(
+        message,
+        "TFJob bad is invalid: spec.tfReplicaSpecs[Worker].replicas: Invalid value: \"two\": must be of type integer",
+        "named as render names it"
     );
     assert!(c.pod_names("bad").await.is_empty());
     let events = c.events_of("bad").await;

@@ -104,10 +104,123 @@ fn unreadable_input() {
     assert!(render("a: [", None).unwrap_err()[0].starts_with("invalid YAML"));
     let wrong_type = SMOKE.replace("replicas: 1", "replicas: one");
     let errors = render(&wrong_type, None).unwrap_err();
-    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors,
+        [
+            "spec.tfReplicaSpecs[PS].replicas: Invalid value: \"one\": must be of type integer",
+            "spec.tfReplicaSpecs[Worker].replicas: Invalid value: \"one\": must be of type integer",
+        ]
+    );
+}
+
+#[test]
+fn a_misspelled_field_fails_with_the_api_servers_words() {
+    let typo = DIST.replace("restartPolicy: OnFailure", "restartPolcy: OnFailure");
+    assert_eq!(
+        render(&typo, None).unwrap_err(),
+        [
+            "unknown field \"spec.tfReplicaSpecs.PS.restartPolcy\" (did you mean \"restartPolicy\"?)",
+            "unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\" (did you mean \"restartPolicy\"?)",
+        ]
+    );
+}
+
+/// Unknown fields (as the API server words them), schema and operator problems: all at once.
+const MANY_PROBLEMS: &str = r#"
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: bad, clusterName: x}
+spec:
+  backoffLimit: -2
+  tfReplicaSpecs:
+    Worker:
+      replicas: "2"
+      restartPolcy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: tensorflow
+    ps:
+      restartPolicy: OnFailre
+      template:
+        spec:
+          containers: [{name: tf, image: x}]
+"#;
+
+#[test]
+fn every_kind_of_problem_at_once() {
+    assert_eq!(
+        render(MANY_PROBLEMS, None).unwrap_err(),
+        [
+            "unknown field \"metadata.clusterName\"",
+            "unknown field \"spec.tfReplicaSpecs.Worker.restartPolcy\" (did you mean \"restartPolicy\"?)",
+            "spec.backoffLimit: Invalid value: -2: must be greater than or equal to 0",
+            "spec.tfReplicaSpecs[Worker].replicas: Invalid value: \"2\": must be of type integer",
+            "spec.tfReplicaSpecs[PS].restartPolicy: Unsupported value: \"OnFailre\": supported values: \"Always\", \"OnFailure\", \"Never\", \"ExitCode\"",
+            "spec.tfReplicaSpecs[PS].template.spec.containers: Required value: one container must be named \"tensorflow\"",
+            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].image: Required value",
+        ]
+    );
+}
+
+#[test]
+fn older_forms_point_at_convert() {
+    let cases = [
+        (
+            include_str!("fixtures/seeds/011-v1alpha1-example-job.yaml"),
+            "a tf-operator v1alpha1 TFJob",
+        ),
+        (
+            include_str!("fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
+            "a kubeflow.org/v1beta1 TFJob",
+        ),
+        (
+            include_str!("fixtures/seeds/016-t9k-tensorflow-example.yaml"),
+            "a T9k TensorFlowTrainingJob",
+        ),
+    ];
+    for (yaml, what) in cases {
+        let errors = render(yaml, None).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with(&format!("this is {what}")),
+            "{errors:?}"
+        );
+        assert!(
+            errors[0].contains("`tfjob-operator convert FILE`"),
+            "{errors:?}"
+        );
+    }
+    let get_output = render(
+        include_str!("fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        get_output[0],
+        "unknown field \"status.replicaStatuses.Worker.running\""
+    );
     assert!(
-        errors[0].starts_with("spec.tfReplicaSpecs.PS.replicas: invalid type"),
-        "{errors:?}"
+        get_output[1].contains("`tfjob-operator convert FILE`"),
+        "{get_output:?}"
+    );
+}
+
+#[test]
+fn early_v1_fields_render_with_a_note() {
+    let early = DIST.replacen(
+        "spec:\n",
+        "spec:\n  cleanPodPolicy: All\n  runPolicy: {backoffLimit: 2}\n  backoffLimit: 5\n",
+        1,
+    );
+    let out = render(&early, None).unwrap();
+    assert!(
+        out.contains("# tfjobxxxxx: spec.cleanPodPolicy is the early kubeflow.org/v1 place, honoured as spec.runPolicy.cleanPodPolicy; `tfjob-operator convert` moves it\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("# tfjobxxxxx: spec.backoffLimit is the early kubeflow.org/v1 place, ignored: spec.runPolicy.backoffLimit is set and wins;"),
+        "{out}"
     );
 }
 

@@ -1,5 +1,7 @@
-//! The install manifests: `kubectl kustomize config/default` renders everything the operator
-//! needs, and the Deployment is hardened as the README says. Needs `kubectl` (CI installs it).
+//! The install manifests: `kubectl kustomize config/default` renders the operator alone (never
+//! the CRD or the namespace, so uninstalling cannot lose jobs), `config/crd`, `config/namespace`
+//! and `config/prometheus` the rest; the Deployment is hardened as the README says, users get
+//! TFJobs through aggregated roles. Needs `kubectl` (CI installs it).
 
 use std::process::Command;
 
@@ -39,36 +41,163 @@ fn numbers_as_floats(v: Value) -> Value {
     }
 }
 
+fn find_named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} rendered"))
+}
+
+fn kinds(docs: &[Value]) -> Vec<&str> {
+    docs.iter().filter_map(|d| d["kind"].as_str()).collect()
+}
+
 #[test]
-fn default_config_renders_namespace_crd_rbac_and_deployment() {
+fn default_config_is_the_operator_alone_never_the_crd_or_the_namespace() {
     let docs = kustomize("config/default");
-    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    let kinds = kinds(&docs);
     for kind in [
-        "Namespace",
-        "CustomResourceDefinition",
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
+        "Service",
         "Deployment",
     ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
-    let crd = find(&docs, "CustomResourceDefinition");
-    assert_eq!(crd["metadata"]["name"], "tfjobs.kubeflow.org");
-    let generated = serde_json::to_value(tfjob_operator::crd::schema::crd()).unwrap();
-    assert_eq!(
-        numbers_as_floats(crd["spec"].clone()),
-        numbers_as_floats(generated["spec"].clone()),
-        "config/ must install the generated CRD"
-    );
-    for namespaced in ["ServiceAccount", "Role", "RoleBinding", "Deployment"] {
+    // `kubectl delete -k config/default` deletes what it rendered: never every TFJob (the
+    // CRD) nor a namespace Kubeflow shares.
+    for kind in ["CustomResourceDefinition", "Namespace"] {
+        assert!(
+            !kinds.contains(&kind),
+            "{kind} in config/default: {kinds:?}"
+        );
+    }
+    for namespaced in [
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "Service",
+    ] {
         assert_eq!(
             find(&docs, namespaced)["metadata"]["namespace"],
             "kubeflow",
             "{namespaced}"
         );
+    }
+}
+
+#[test]
+fn crd_and_namespace_install_on_their_own() {
+    let crd_docs = kustomize("config/crd");
+    assert_eq!(kinds(&crd_docs), ["CustomResourceDefinition"]);
+    let crd = &crd_docs[0];
+    assert_eq!(crd["metadata"]["name"], "tfjobs.kubeflow.org");
+    let generated = serde_json::to_value(tfjob_operator::crd::schema::crd()).unwrap();
+    assert_eq!(
+        numbers_as_floats(crd["spec"].clone()),
+        numbers_as_floats(generated["spec"].clone()),
+        "config/crd must install the generated CRD"
+    );
+    let ns = kustomize("config/namespace");
+    assert_eq!(kinds(&ns), ["Namespace"]);
+    assert_eq!(ns[0]["metadata"]["name"], "kubeflow");
+}
+
+#[test]
+fn metrics_service_and_service_monitor_reach_the_metrics_port() {
+    let docs = kustomize("config/default");
+    let deployment = find(&docs, "Deployment");
+    let service = find_named(&docs, "Service", "tfjob-operator-metrics");
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in service["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(&pod_labels[k], v, "the Service selects the operator's pods");
+    }
+    let port = &service["spec"]["ports"][0];
+    assert_eq!(
+        (port["name"].as_str(), port["port"].as_i64()),
+        (Some("metrics"), Some(8080))
+    );
+    let container_ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+        .as_array()
+        .unwrap();
+    assert!(
+        container_ports
+            .iter()
+            .any(|p| p["name"] == port["targetPort"] && p["containerPort"] == 8080),
+        "targets the container's metrics port"
+    );
+    let monitor = kustomize("config/prometheus");
+    assert_eq!(kinds(&monitor), ["ServiceMonitor"]);
+    let m = &monitor[0];
+    assert_eq!(m["metadata"]["namespace"], "kubeflow");
+    for (k, v) in m["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(
+            &service["metadata"]["labels"][k], v,
+            "the monitor selects the Service"
+        );
+    }
+    assert_eq!(m["spec"]["endpoints"][0]["port"], "metrics");
+    assert_eq!(m["spec"]["endpoints"][0]["path"], "/metrics");
+}
+
+#[test]
+fn users_get_tfjobs_through_the_roles_they_hold() {
+    let docs = kustomize("config/default");
+    // (role, aggregated into, verbs)
+    let cases = [
+        (
+            "tfjob-operator-tfjobs-edit",
+            vec![
+                "rbac.authorization.k8s.io/aggregate-to-admin",
+                "rbac.authorization.k8s.io/aggregate-to-edit",
+                "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit",
+            ],
+            vec![
+                "get",
+                "list",
+                "watch",
+                "create",
+                "update",
+                "patch",
+                "delete",
+                "deletecollection",
+            ],
+        ),
+        (
+            "tfjob-operator-tfjobs-view",
+            vec![
+                "rbac.authorization.k8s.io/aggregate-to-view",
+                "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-view",
+            ],
+            vec!["get", "list", "watch"],
+        ),
+    ];
+    for (name, labels, verbs) in cases {
+        let role = find_named(&docs, "ClusterRole", name);
+        let got: Vec<&String> = role["metadata"]["labels"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(got, labels, "{name}");
+        assert!(
+            role["metadata"]["labels"]
+                .as_object()
+                .unwrap()
+                .values()
+                .all(|v| v == "true")
+        );
+        let rules = role["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 1, "{name}");
+        assert_eq!(rules[0]["apiGroups"], serde_json::json!(["kubeflow.org"]));
+        assert_eq!(
+            rules[0]["resources"],
+            serde_json::json!(["tfjobs", "tfjobs/status"])
+        );
+        assert_eq!(rules[0]["verbs"], serde_json::json!(verbs), "{name}");
     }
 }
 
@@ -98,7 +227,7 @@ fn deployment_is_non_root_read_only_with_probes_and_leader_election() {
 #[test]
 fn cluster_role_grants_only_what_the_operator_calls() {
     let docs = kustomize("config/default");
-    let rules = find(&docs, "ClusterRole")["rules"]
+    let rules = find_named(&docs, "ClusterRole", "tfjob-operator")["rules"]
         .as_array()
         .unwrap()
         .clone();

@@ -208,3 +208,92 @@ async fn built_in_kinds_are_checked_at_their_known_fields() {
         "deeper parts are not checked"
     );
 }
+
+/// Raw JSON with repeated keys, as only a hand-written body or a non-Go client sends them
+/// (kubectl's YAML reader already refuses them).
+async fn send_text(
+    sim: &tfjob_sim::SimHandle,
+    method: &str,
+    path: &str,
+    ct: &str,
+    body: &str,
+) -> RawResponse {
+    raw(&sim.url(), method, path, ct, body, Duration::from_secs(5)).await
+}
+
+#[tokio::test]
+async fn duplicate_fields_are_reported_before_unknown_ones_as_the_real_decoder_does() {
+    let (sim, client) = start().await;
+    widgets(&client, "default").await;
+    let body = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"sim.test/v1","kind":"Widget","metadata":{{"name":"{name}","name":"{name}"}},"spec":{{"size":1,"size":2,"sizee":3}}}}"#
+        )
+    };
+    // The words of a v1.34 API server (testcluster), for a TFJob body of the same shape.
+    let strict = send_text(
+        &sim,
+        "POST",
+        &format!("{WIDGETS}?fieldValidation=Strict"),
+        JSON,
+        &body("d0"),
+    )
+    .await;
+    assert_eq!(strict.status, 400, "{}", strict.body);
+    assert_eq!(
+        strict.json()["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: duplicate field \"metadata.name\", duplicate field \"spec.size\", unknown field \"spec.sizee\""
+    );
+    let warn = send_text(&sim, "POST", WIDGETS, JSON, &body("d1")).await;
+    assert_eq!(warn.status, 201, "{}", warn.body);
+    assert_eq!(
+        warnings(&warn),
+        [
+            r#"299 - "duplicate field \"metadata.name\"""#,
+            r#"299 - "duplicate field \"spec.size\"""#,
+            r#"299 - "unknown field \"spec.sizee\"""#,
+        ]
+    );
+    assert_eq!(
+        stored_spec(&sim, "d1"),
+        json!({"size": 2}),
+        "the last value is kept"
+    );
+    let ignore = send_text(
+        &sim,
+        "POST",
+        &format!("{WIDGETS}?fieldValidation=Ignore"),
+        JSON,
+        &body("d2"),
+    )
+    .await;
+    assert_eq!((ignore.status, warnings(&ignore).len()), (201, 0));
+
+    // A merge patch repeating a key: reported at the object's path, then the unknown field.
+    let patch = r#"{"spec":{"size":4,"size":5,"colour":"red"}}"#;
+    let r = send_text(
+        &sim,
+        "PATCH",
+        &format!("{WIDGETS}/d1?fieldValidation=Strict"),
+        MERGE,
+        patch,
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    let message = r.json()["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message.ends_with(
+            "strict decoding error: duplicate field \"spec.size\", unknown field \"spec.colour\""
+        ),
+        "{message}"
+    );
+    let r = send_text(&sim, "PATCH", &format!("{WIDGETS}/d1"), MERGE, patch).await;
+    assert_eq!(
+        warnings(&r),
+        [
+            r#"299 - "duplicate field \"spec.size\"""#,
+            r#"299 - "unknown field \"spec.colour\"""#
+        ]
+    );
+    assert_eq!(stored_spec(&sim, "d1"), json!({"size": 5}));
+}

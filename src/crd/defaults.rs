@@ -1,4 +1,5 @@
-//! Defaulting (docs/behaviour.md §2): applied in memory on every reconcile, never written back. Pure.
+//! Defaulting (docs/behaviour.md §2): applied in memory on every reconcile, never written back,
+//! the early-v1 run-policy fields at the top of `spec` folded under `runPolicy` first. Pure.
 
 use k8s_openapi::api::core::v1::{ContainerPort, PodSpec};
 
@@ -13,11 +14,13 @@ pub const TF_DEFAULT_PORT: i32 = 2222;
 /// Replicas of a type that does not say.
 pub const DEFAULT_REPLICAS: i32 = 1;
 
-/// The spec with every default filled in: replicas 1, restartPolicy Never,
-/// cleanPodPolicy Running, successPolicy "", suspend false, and the `tfjob-port` appended
-/// to each `tensorflow` container lacking one. Idempotent.
+/// The spec with every default filled in: the early-v1 fields folded under `runPolicy`
+/// ([`fold_legacy_run_policy`]), replicas 1, restartPolicy Never, cleanPodPolicy Running,
+/// successPolicy "", suspend false, and the `tfjob-port` appended to each `tensorflow`
+/// container lacking one. Idempotent.
 pub fn with_defaults(spec: &TFJobSpec) -> TFJobSpec {
     let mut out = spec.clone();
+    fold_legacy_run_policy(&mut out);
     for replica in out.tf_replica_specs.specs.values_mut() {
         replica.replicas.get_or_insert(DEFAULT_REPLICAS);
         replica.restart_policy.get_or_insert(RestartPolicy::Never);
@@ -32,6 +35,73 @@ pub fn with_defaults(spec: &TFJobSpec) -> TFJobSpec {
     run_policy.suspend.get_or_insert(false);
     out.success_policy.get_or_insert(SuccessPolicy::Default);
     out
+}
+
+/// The early-v1 run-policy fields that sit directly under `spec` (kubeflow.org/v1 before
+/// `runPolicy` existed), by their JSON name: `(name, set, overridden by runPolicy)`.
+pub fn legacy_run_policy_fields(spec: &TFJobSpec) -> Vec<(&'static str, bool)> {
+    let rp = spec.run_policy.clone().unwrap_or_default();
+    [
+        (
+            "cleanPodPolicy",
+            spec.clean_pod_policy.is_some(),
+            rp.clean_pod_policy.is_some(),
+        ),
+        (
+            "ttlSecondsAfterFinished",
+            spec.ttl_seconds_after_finished.is_some(),
+            rp.ttl_seconds_after_finished.is_some(),
+        ),
+        (
+            "activeDeadlineSeconds",
+            spec.active_deadline_seconds.is_some(),
+            rp.active_deadline_seconds.is_some(),
+        ),
+        (
+            "backoffLimit",
+            spec.backoff_limit.is_some(),
+            rp.backoff_limit.is_some(),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, set, _)| *set)
+    .map(|(name, _, overridden)| (name, overridden))
+    .collect()
+}
+
+/// Moves each early-v1 field (`spec.cleanPodPolicy`, `spec.ttlSecondsAfterFinished`,
+/// `spec.activeDeadlineSeconds`, `spec.backoffLimit`) under `runPolicy` unless `runPolicy`
+/// sets it already, in which case the old one is dropped: `runPolicy` wins. Idempotent.
+pub fn fold_legacy_run_policy(spec: &mut TFJobSpec) {
+    fn fold<T>(top: &mut Option<T>, under: &mut Option<T>) {
+        let old = top.take();
+        if under.is_none() {
+            *under = old;
+        }
+    }
+    let TFJobSpec {
+        run_policy,
+        clean_pod_policy,
+        ttl_seconds_after_finished,
+        active_deadline_seconds,
+        backoff_limit,
+        ..
+    } = spec;
+    if clean_pod_policy.is_none()
+        && ttl_seconds_after_finished.is_none()
+        && active_deadline_seconds.is_none()
+        && backoff_limit.is_none()
+    {
+        return;
+    }
+    let rp = run_policy.get_or_insert_with(RunPolicy::default);
+    fold(clean_pod_policy, &mut rp.clean_pod_policy);
+    fold(
+        ttl_seconds_after_finished,
+        &mut rp.ttl_seconds_after_finished,
+    );
+    fold(active_deadline_seconds, &mut rp.active_deadline_seconds);
+    fold(backoff_limit, &mut rp.backoff_limit);
 }
 
 /// Append `{name: tfjob-port, containerPort: 2222}` to the `tensorflow` container when it has
@@ -177,6 +247,70 @@ mod tests {
             (Some(CleanPodPolicy::None), Some(true))
         );
         assert_eq!(d.success_policy, Some(SuccessPolicy::AllWorkers));
+    }
+
+    #[test]
+    fn early_v1_fields_are_honoured_unless_run_policy_sets_them() {
+        // (top level, runPolicy, effective runPolicy)
+        let rp = |clean, ttl, deadline, backoff| RunPolicy {
+            clean_pod_policy: clean,
+            ttl_seconds_after_finished: ttl,
+            active_deadline_seconds: deadline,
+            backoff_limit: backoff,
+            ..Default::default()
+        };
+        let cases = [
+            (
+                rp(Some(CleanPodPolicy::None), Some(5), Some(60), Some(2)),
+                None,
+                rp(Some(CleanPodPolicy::None), Some(5), Some(60), Some(2)),
+            ),
+            (
+                rp(Some(CleanPodPolicy::None), Some(5), None, Some(2)),
+                Some(rp(Some(CleanPodPolicy::All), None, Some(30), Some(0))),
+                rp(Some(CleanPodPolicy::All), Some(5), Some(30), Some(0)),
+            ),
+            (rp(None, None, None, None), None, rp(None, None, None, None)),
+        ];
+        for (top, under, want) in cases {
+            let mut spec = spec_with(vec![container("tensorflow", None)], Default::default());
+            spec.clean_pod_policy = top.clean_pod_policy;
+            spec.ttl_seconds_after_finished = top.ttl_seconds_after_finished;
+            spec.active_deadline_seconds = top.active_deadline_seconds;
+            spec.backoff_limit = top.backoff_limit;
+            spec.run_policy = under.clone();
+            let overridden: Vec<_> = legacy_run_policy_fields(&spec)
+                .into_iter()
+                .filter(|(_, o)| *o)
+                .map(|(n, _)| n)
+                .collect();
+            let d = with_defaults(&spec);
+            let got = d.run_policy.clone().unwrap();
+            assert_eq!(
+                (
+                    got.clean_pod_policy.or(Some(CleanPodPolicy::Running)),
+                    got.ttl_seconds_after_finished,
+                    got.active_deadline_seconds,
+                    got.backoff_limit
+                ),
+                (
+                    want.clean_pod_policy.or(Some(CleanPodPolicy::Running)),
+                    want.ttl_seconds_after_finished,
+                    want.active_deadline_seconds,
+                    want.backoff_limit
+                ),
+                "{top:?} under {under:?}"
+            );
+            assert_eq!(
+                (d.clean_pod_policy, d.backoff_limit),
+                (None, None),
+                "folded away"
+            );
+            assert_eq!(with_defaults(&d), d, "idempotent");
+            if under.is_some() {
+                assert_eq!(overridden, ["cleanPodPolicy", "backoffLimit"]);
+            }
+        }
     }
 
     #[test]

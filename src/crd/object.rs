@@ -12,6 +12,7 @@ use kube::Resource;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use super::form::older_form_hint;
 use super::validation::parse_tfjob_ref;
 use super::{TFJob, TFJobStatus};
 
@@ -25,7 +26,7 @@ pub struct Unreadable {
     pub metadata: ObjectMeta,
     /// The status, when that part still parses (a failed job keeps its conditions).
     pub status: Option<TFJobStatus>,
-    /// The first problem, naming the field (`spec.tfReplicaSpecs.Worker.replicas: ...`).
+    /// The first problem, naming the field (`spec.tfReplicaSpecs[Worker].replicas: ...`).
     pub problem: String,
 }
 
@@ -42,7 +43,11 @@ impl JobObject {
                 status: value
                     .get("status")
                     .and_then(|s| TFJobStatus::deserialize(s).ok()),
-                problem: problem.to_string(),
+                // Stored under an older, schemaless CRD, an older form reads as v1: say so.
+                problem: match older_form_hint(value) {
+                    Some(hint) => format!("{problem}; {hint}"),
+                    None => problem.to_string(),
+                },
             })),
         }
     }
@@ -121,7 +126,26 @@ mod tests {
         assert_eq!(o.meta().uid.as_deref(), Some("u1"));
         assert_eq!(bad.status.as_ref().map(|s| s.conditions.len()), Some(1));
         assert!(
-            bad.problem.contains("spec.tfReplicaSpecs.Worker.replicas"),
+            bad.problem
+                == "spec.tfReplicaSpecs[Worker].replicas: Invalid value: \"two\": must be of type integer",
+            "{}",
+            bad.problem
+        );
+    }
+
+    #[test]
+    fn an_older_form_stored_as_v1_points_at_convert() {
+        let o = object(json!({"replicaSpecs": [{"tfReplicaType": "MASTER", "template": {}}]}));
+        let bad = o.0.as_ref().expect_err("does not parse");
+        assert!(
+            bad.problem.starts_with(
+                "spec.tfReplicaSpecs: Required value; this is a tf-operator v1alpha1 TFJob"
+            ),
+            "{}",
+            bad.problem
+        );
+        assert!(
+            bad.problem.contains("`tfjob-operator convert FILE`"),
             "{}",
             bad.problem
         );

@@ -6,7 +6,9 @@
 //!   262,144-byte last-applied annotation limit;
 //! - adds the admission checks the API server can run cheaply: CEL rules on the
 //!   `tfReplicaSpecs` keys (bounded by `maxProperties` so the cost estimator accepts them),
-//!   the `managedBy` values and their immutability.
+//!   the `managedBy` values and their immutability;
+//! - serves the versions Kubeflow's TFJob had before v1 (never stored) only to refuse them
+//!   with a pointer at `tfjob-operator convert` (docs/behaviour.md §1).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -31,6 +33,9 @@ pub fn crd() -> CustomResourceDefinition {
     if let Some(schema) = value.pointer_mut("/spec/versions/0/schema/openAPIV3Schema") {
         refine(schema);
     }
+    if let Some(Value::Array(versions)) = value.pointer_mut("/spec/versions") {
+        versions.extend(RETIRED_VERSIONS.iter().map(|v| retired_version(v)));
+    }
     // Refining only edits schema keywords, so reading it back cannot fail; the tests
     // check the refinements are there.
     serde_json::from_value(value).unwrap_or(raw)
@@ -39,6 +44,41 @@ pub fn crd() -> CustomResourceDefinition {
 /// `crd()` as YAML, as `tfjob-operator crd` prints it.
 pub fn crd_yaml() -> String {
     serde_saphyr::to_string(&crd()).unwrap_or_else(|e| format!("# cannot serialise the CRD: {e}\n"))
+}
+
+/// The versions of Kubeflow's TFJob before `v1`, newest first.
+pub const RETIRED_VERSIONS: [&str; 4] = ["v1beta2", "v1beta1", "v1alpha2", "v1alpha1"];
+
+/// What the API server answers, as a 422 on `spec`, to a write through a retired version.
+pub fn retired_version_message(version: &str) -> String {
+    format!(
+        "kubeflow.org/{version} TFJobs are no longer served: rewrite the manifest as \
+         kubeflow.org/v1 with `tfjob-operator convert FILE`"
+    )
+}
+
+/// A retired version: served (so `kubectl apply` of an old manifest reaches the API server
+/// instead of failing with "no matches for kind"), deprecated (kubectl prints the warning),
+/// never stored, and refusing every write with [`retired_version_message`]. Its schema is
+/// tiny, so the CRD stays far below the last-applied annotation limit.
+fn retired_version(version: &str) -> Value {
+    json!({
+        "name": version,
+        "served": true,
+        "storage": false,
+        "deprecated": true,
+        "deprecationWarning": format!(
+            "kubeflow.org/{version} TFJob is retired; `tfjob-operator convert FILE` rewrites it as kubeflow.org/v1"
+        ),
+        "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "x-kubernetes-validations": [rule("false", &retired_version_message(version))],
+            }},
+        }},
+    })
 }
 
 fn refine(schema: &mut Value) {
@@ -231,6 +271,32 @@ mod tests {
             .pointer("/properties/spec/properties/runPolicy/properties/cleanPodPolicy")
             .unwrap();
         assert_eq!(clean["enum"], json!(["All", "Running", "None"]));
+    }
+
+    #[test]
+    fn retired_versions_are_served_never_stored_and_refused() {
+        let crd = crd();
+        let versions = &crd.spec.versions;
+        let names: Vec<&str> = versions.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["v1", "v1beta2", "v1beta1", "v1alpha2", "v1alpha1"]);
+        assert!(versions[0].storage && versions[0].served);
+        assert_eq!(versions[0].deprecated, None);
+        for v in &versions[1..] {
+            assert!(v.served && !v.storage, "{}", v.name);
+            assert_eq!(v.deprecated, Some(true));
+            assert!(
+                v.deprecation_warning
+                    .as_deref()
+                    .is_some_and(|w| w.contains("tfjob-operator convert")),
+                "{}",
+                v.name
+            );
+            let schema = serde_json::to_value(&v.schema).unwrap();
+            let rules =
+                &schema["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"];
+            assert_eq!(rules[0]["rule"], "false");
+            assert_eq!(rules[0]["message"], retired_version_message(&v.name));
+        }
     }
 
     #[test]

@@ -46,6 +46,25 @@ pub struct TFJobSpec {
     /// Sparse TF_CONFIG; Worker failures do not fail the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_dynamic_worker: Option<bool>,
+
+    /// Deprecated (early v1): use runPolicy.cleanPodPolicy; honoured when that is unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_pod_policy: Option<CleanPodPolicy>,
+
+    /// Deprecated (early v1): use runPolicy.ttlSecondsAfterFinished; honoured when that is unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ttl_seconds_after_finished: Option<i32>,
+
+    /// Deprecated (early v1): use runPolicy.activeDeadlineSeconds; honoured when that is unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub active_deadline_seconds: Option<i64>,
+
+    /// Deprecated (early v1): use runPolicy.backoffLimit; honoured when that is unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub backoff_limit: Option<i32>,
 }
 
 /// The five TensorFlow replica types, in Kubeflow's canonical spelling.

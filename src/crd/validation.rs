@@ -68,13 +68,21 @@ pub fn parse_tfjob(value: serde_json::Value) -> Result<TFJob, FieldError> {
 pub fn parse_tfjob_ref(value: &serde_json::Value) -> Result<TFJob, FieldError> {
     check_type_meta(value)?;
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." {
-            "<root>".to_string()
-        } else {
-            path
-        };
-        FieldError::new(path, e.inner().to_string())
+        // The schema check names the problem in Kubernetes' words when it finds it (it
+        // always should); serde's own words are the fallback.
+        super::check::check(value)
+            .invalid
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| {
+                let path = e.path().to_string();
+                let path = if path == "." {
+                    "<root>".to_string()
+                } else {
+                    path
+                };
+                FieldError::new(path, e.inner().to_string())
+            })
     })
 }
 
@@ -153,31 +161,26 @@ fn validate_name(job: &TFJob, errors: &mut Vec<FieldError>) {
 }
 
 fn validate_run_policy(job: &TFJob, errors: &mut Vec<FieldError>) {
-    let Some(rp) = job.spec.run_policy.as_ref() else {
+    let spec = &job.spec;
+    // The early-v1 fields directly under `spec` are checked where they are written.
+    check_limits(
+        "spec",
+        spec.backoff_limit,
+        spec.ttl_seconds_after_finished,
+        spec.active_deadline_seconds,
+        errors,
+    );
+    let Some(rp) = spec.run_policy.as_ref() else {
         return;
     };
     let path = "spec.runPolicy";
-    let non_negative = [
-        ("backoffLimit", rp.backoff_limit.map(i64::from)),
-        (
-            "ttlSecondsAfterFinished",
-            rp.ttl_seconds_after_finished.map(i64::from),
-        ),
-    ];
-    for (field, value) in non_negative {
-        if let Some(n) = value.filter(|n| *n < 0) {
-            errors.push(FieldError::new(
-                format!("{path}.{field}"),
-                format!("Invalid value: {n}: must be greater than or equal to 0"),
-            ));
-        }
-    }
-    if let Some(n) = rp.active_deadline_seconds.filter(|n| *n < 1) {
-        errors.push(FieldError::new(
-            format!("{path}.activeDeadlineSeconds"),
-            format!("Invalid value: {n}: must be greater than or equal to 1"),
-        ));
-    }
+    check_limits(
+        path,
+        rp.backoff_limit,
+        rp.ttl_seconds_after_finished,
+        rp.active_deadline_seconds,
+        errors,
+    );
     if let Some(by) = rp.managed_by.as_deref()
         && by != MANAGED_BY_TRAINING_OPERATOR
         && by != MANAGED_BY_MULTIKUEUE
@@ -188,6 +191,34 @@ fn validate_run_policy(job: &TFJob, errors: &mut Vec<FieldError>) {
                 "Unsupported value: \"{by}\": supported values: \"{MANAGED_BY_TRAINING_OPERATOR}\", \
                  \"{MANAGED_BY_MULTIKUEUE}\""
             ),
+        ));
+    }
+}
+
+/// `backoffLimit` and `ttlSecondsAfterFinished` ≥ 0, `activeDeadlineSeconds` ≥ 1, under `path`.
+fn check_limits(
+    path: &str,
+    backoff_limit: Option<i32>,
+    ttl: Option<i32>,
+    deadline: Option<i64>,
+    errors: &mut Vec<FieldError>,
+) {
+    let non_negative = [
+        ("backoffLimit", backoff_limit.map(i64::from)),
+        ("ttlSecondsAfterFinished", ttl.map(i64::from)),
+    ];
+    for (field, value) in non_negative {
+        if let Some(n) = value.filter(|n| *n < 0) {
+            errors.push(FieldError::new(
+                format!("{path}.{field}"),
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    if let Some(n) = deadline.filter(|n| *n < 1) {
+        errors.push(FieldError::new(
+            format!("{path}.activeDeadlineSeconds"),
+            format!("Invalid value: {n}: must be greater than or equal to 1"),
         ));
     }
 }

@@ -116,6 +116,11 @@ impl Pass {
     fn conclude(&mut self, view: &JobView<'_>, verdict: Verdict) {
         self.change(finish::conclude(view, &verdict));
         self.status.completion_time = Some(Time(self.now));
+        // The counts are final (docs/behaviour.md §6.4): the per-pod record that kept them
+        // from counting a kubelet restart twice has done its job and leaves the status.
+        for counts in self.status.replica_statuses.values_mut() {
+            counts.pod_restarts.clear();
+        }
         if verdict == Verdict::Succeeded {
             let statuses = std::mem::take(&mut self.status.replica_statuses);
             self.status.replica_statuses = finish::settle_counts(statuses);

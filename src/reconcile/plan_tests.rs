@@ -1146,6 +1146,21 @@ fn exit_code_matrix() -> Vec<Case> {
             },
         ));
     }
+    let (j, pods) = running_job(&[(Worker, 1, OnFailure)], |j| {
+        vec![pod(j, Worker, 0).succeeded().restarts(2).build()]
+    });
+    cases.push(case(
+        "the concluding pass counts the last kubelet restarts and drops podRestarts",
+        with_pod_restarts(j, Worker, 1, &[("uid-j-worker-0", 1)]),
+        pods,
+        at(9),
+        Expect {
+            conditions: Some(ended(Succeeded, "TFJobSucceeded")),
+            restarts: vec![(Worker, Some(2))],
+            pod_restarts: vec![(Worker, vec![])],
+            ..Default::default()
+        },
+    ));
     cases
 }
 

@@ -165,15 +165,17 @@ fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
 }
 
 /// The request body with the fields its kind does not declare dropped, as the real decoder
-/// does, and the warnings to answer with; Err under `fieldValidation=Strict` if any was found.
+/// does, and the warnings to answer with (fields given twice first, then unknown ones, as the
+/// real decoder lists them); Err under `fieldValidation=Strict` if any was found.
 fn decode_body(req: &Req<'_>, t: &Target, options: &str) -> Result<(Value, Vec<String>), ApiError> {
     let directive = field_validation::directive(req.query, options)?;
     let mut obj = parse_json(&req.body)?;
-    let unknown = field_validation::prune_unknown(&t.rt, &t.version, &mut obj);
-    if directive == Directive::Strict && !unknown.is_empty() {
-        return Err(field_validation::decode_error(&t.rt, &t.version, &unknown));
+    let mut strict = field_validation::duplicates(&req.body);
+    strict.extend(field_validation::prune_unknown(&t.rt, &t.version, &mut obj));
+    if directive == Directive::Strict && !strict.is_empty() {
+        return Err(field_validation::decode_error(&t.rt, &t.version, &strict));
     }
-    Ok((obj, field_validation::warnings(directive, unknown)))
+    Ok((obj, field_validation::warnings(directive, strict)))
 }
 
 fn create(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {

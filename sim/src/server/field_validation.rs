@@ -1,12 +1,17 @@
 //! Server-side field validation (`fieldValidation=Strict|Warn|Ignore` on create, update and
-//! patch): finding the fields an object's kind does not declare, dropping them, and answering
-//! as the real handlers do — Strict refuses, Warn (the default when the parameter is absent)
-//! sends one `Warning` header per field, Ignore drops them silently (pure).
+//! patch): finding the fields an object's kind does not declare and the fields a JSON body
+//! gives twice, dropping them, and answering as the real handlers do — Strict refuses, Warn
+//! (the default when the parameter is absent) sends one `Warning` header per field, Ignore
+//! drops them silently (pure).
 //!
 //! Custom resources are checked against their CRD schema (the pruning the store does anyway).
 //! Built-in kinds have no schema here: their top level, `metadata`, and the parts of pods and
 //! services the operator writes (pod spec, containers, ports, service spec) are known by field
 //! name; anything deeper is accepted as sent.
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::route::Query;
@@ -309,6 +314,98 @@ pub fn prune_unknown(rt: &ResourceType, version: &str, obj: &mut Value) -> Vec<S
         .collect()
 }
 
+/// The fields a JSON body gives more than once, as the strict JSON decoder reports them
+/// (sigs.k8s.io/json: `duplicate field "spec.replicas"`, list items as `[i]`, each path once,
+/// in the order met); the last value is the one kept, as there. Empty for a body that is not
+/// JSON (its parse fails on its own).
+pub fn duplicates(body: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let scan = Scan {
+        path: String::new(),
+        found: &mut found,
+    };
+    if scan.deserialize(&mut de).is_err() {
+        return Vec::new();
+    }
+    let mut seen = HashSet::new();
+    found.retain(|p| seen.insert(p.clone()));
+    found
+        .into_iter()
+        .map(|p| format!("duplicate field \"{p}\""))
+        .collect()
+}
+
+/// Walks a JSON value, recording the paths of keys an object repeats.
+struct Scan<'a> {
+    path: String,
+    found: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for Scan<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Scan<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = child(&self.path, &key);
+            if !keys.insert(key) {
+                self.found.push(path.clone());
+            }
+            map.next_value_seed(Scan {
+                path,
+                found: &mut *self.found,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq
+            .next_element_seed(Scan {
+                path: format!("{}[{i}]", self.path),
+                found: &mut *self.found,
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
 /// `strict decoding error: unknown field "a", unknown field "b"` (runtime.StrictDecodingError).
 pub fn strict_error(unknown: &[String]) -> String {
     format!("strict decoding error: {}", unknown.join(", "))
@@ -423,6 +520,34 @@ mod tests {
                 "pruned in place"
             );
         }
+    }
+
+    #[test]
+    fn duplicate_fields_are_found_with_their_paths() {
+        // (body, duplicates as a v1.34 API server reports them)
+        let cases = [
+            (
+                r#"{"metadata":{"name":"d","name":"d"},"spec":{"tfReplicaSpecs":{"Worker":{"replicas":1,"replicas":2,"template":{"spec":{"containers":[{"name":"t","image":"x","image":"y"}]}}}}}}"#,
+                vec![
+                    "metadata.name",
+                    "spec.tfReplicaSpecs.Worker.replicas",
+                    "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image",
+                ],
+            ),
+            (r#"{"data":{"a":"1","a":"2","a":"3"}}"#, vec!["data.a"]),
+            (r#"{"a":[{"b":1},{"b":1,"b":2}]}"#, vec!["a[1].b"]),
+            (r#"{"a":1,"b":2}"#, vec![]),
+            ("not json", vec![]),
+        ];
+        for (body, want) in cases {
+            let want: Vec<String> = want
+                .iter()
+                .map(|p| format!("duplicate field \"{p}\""))
+                .collect();
+            assert_eq!(duplicates(body.as_bytes()), want, "{body}");
+        }
+        let last_wins: Value = serde_json::from_str(r#"{"a":1,"a":2}"#).expect("json");
+        assert_eq!(last_wins["a"], 2, "as the real decoder keeps it");
     }
 
     #[test]

@@ -199,10 +199,23 @@ async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
         ),
         Route::OpenApiV3(p) => discovery::openapi_v3_group_version(&reg(), &p)
             .map_or_else(not_found, |v| respond::json(200, &v)),
-        Route::Resource(p) => match crud::handle(req, p).await {
-            Ok(r) => r,
-            Err(e) => respond::error(&e),
-        },
+        Route::Resource(p) => {
+            // A deprecated version warns on every request, whatever its answer (the
+            // apiextensions handler's deprecation filter), before any other warning.
+            let deprecation = req
+                .state
+                .store
+                .lookup(&p.group, &p.version, &p.plural)
+                .and_then(|rt| rt.deprecations.get(&p.version).cloned());
+            let r = match crud::handle(req, p).await {
+                Ok(r) => r,
+                Err(e) => respond::error(&e),
+            };
+            match deprecation {
+                Some(w) => respond::with_warning_first(r, &w),
+                None => r,
+            }
+        }
         Route::NotFound => not_found(),
     }
 }

@@ -114,11 +114,17 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         }
         if fl != Flavour::Apply {
             let patched = obj.clone();
-            let unknown = field_validation::prune_unknown(&t.rt, &t.version, &mut obj);
-            if directive == Directive::Strict && !unknown.is_empty() {
-                return Err(field_validation::patch_error(&patched, &unknown));
+            // A merge or strategic patch is shaped like the object: a key it gives twice is
+            // reported at the object's path. (JSON patches: not checked, see README.)
+            let mut strict = match fl {
+                Flavour::Merge | Flavour::Strategic => field_validation::duplicates(&req.body),
+                _ => Vec::new(),
+            };
+            strict.extend(field_validation::prune_unknown(&t.rt, &t.version, &mut obj));
+            if directive == Directive::Strict && !strict.is_empty() {
+                return Err(field_validation::patch_error(&patched, &strict));
             }
-            warnings = field_validation::warnings(directive, unknown);
+            warnings = field_validation::warnings(directive, strict);
         }
         Ok(t.to_storage(obj))
     })?;

@@ -55,6 +55,22 @@ pub fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Bod
     r
 }
 
+/// Puts `warning` before the warnings the response has already.
+pub fn with_warning_first(mut r: Response<Body>, warning: &str) -> Response<Body> {
+    let later: Vec<HeaderValue> = r
+        .headers()
+        .get_all(header::WARNING)
+        .iter()
+        .cloned()
+        .collect();
+    r.headers_mut().remove(header::WARNING);
+    let mut r = with_warnings(r, &[warning.to_string()]);
+    for v in later {
+        r.headers_mut().append(header::WARNING, v);
+    }
+    r
+}
+
 /// A chunked stream of newline-terminated JSON frames (a watch).
 pub fn stream(rx: futures::channel::mpsc::Receiver<Bytes>) -> Response<Body> {
     let body = StreamBody::new(rx.map(|b| Ok::<_, Infallible>(Frame::data(b))));

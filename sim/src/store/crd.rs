@@ -76,6 +76,7 @@ fn resource_type(crd: &Value) -> Result<ResourceType, ApiError> {
         ));
     }
     let mut served = Vec::new();
+    let mut deprecations = BTreeMap::new();
     let mut schemas = BTreeMap::new();
     let mut cols = BTreeMap::new();
     let mut has_status = false;
@@ -113,6 +114,14 @@ fn resource_type(crd: &Value) -> Result<ResourceType, ApiError> {
                 served.push(vname.clone())
             }
         }
+        if v["deprecated"].as_bool() == Some(true) {
+            // apiextensions' default when the CRD gives no deprecationWarning.
+            let warning = v["deprecationWarning"]
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| format!("{group}/{vname} {kind} is deprecated"));
+            deprecations.insert(vname.clone(), warning);
+        }
         schemas.insert(vname.clone(), Arc::new(compiled));
         cols.insert(vname, columns(v));
     }
@@ -142,6 +151,7 @@ fn resource_type(crd: &Value) -> Result<ResourceType, ApiError> {
         conversion: super::Conversion::None,
         columns: cols,
         schemas,
+        deprecations,
     })
 }
 

@@ -54,6 +54,8 @@ pub struct ResourceType {
     pub columns: BTreeMap<String, Vec<PrinterColumn>>,
     /// Compiled openAPIV3Schema per version (custom resources).
     pub schemas: BTreeMap<String, Arc<CompiledSchema>>,
+    /// The warning every request to a deprecated version gets, by version (custom resources).
+    pub deprecations: BTreeMap<String, String>,
 }
 
 impl ResourceType {
@@ -89,6 +91,7 @@ impl ResourceType {
             conversion: Conversion::None,
             columns: BTreeMap::new(),
             schemas: BTreeMap::new(),
+            deprecations: BTreeMap::new(),
         }
     }
 }

@@ -292,28 +292,28 @@ fn parse_names_the_wrong_field() {
                 "    Worker:\n",
                 "    Worker:\n      restartPolicy: Sometimes\n",
             ),
-            "spec.tfReplicaSpecs.Worker.restartPolicy",
-            "unknown variant `Sometimes`",
+            "spec.tfReplicaSpecs[Worker].restartPolicy",
+            "Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\", \"ExitCode\"",
         ),
         (
             BASE.replace("    Worker:\n", "    Worker:\n      replicas: two\n"),
-            "spec.tfReplicaSpecs.Worker.replicas",
-            "invalid type",
+            "spec.tfReplicaSpecs[Worker].replicas",
+            "Invalid value: \"two\": must be of type integer",
         ),
         (
             format!("{BASE}  runPolicy: {{cleanPodPolicy: Some}}\n"),
             "spec.runPolicy.cleanPodPolicy",
-            "unknown variant `Some`",
+            "Unsupported value: \"Some\"",
         ),
         (
             format!("{BASE}  successPolicy: AnyWorker\n"),
             "spec.successPolicy",
-            "unknown variant `AnyWorker`",
+            "Unsupported value: \"AnyWorker\": supported values: \"\", \"AllWorkers\"",
         ),
         (
             "metadata: {name: x}\nspec: {}".to_string(),
-            "spec",
-            "missing field `tfReplicaSpecs`",
+            "spec.tfReplicaSpecs",
+            "Required value",
         ),
         (
             format!("apiVersion: kubeflow.org/v1beta1\n{BASE}"),
@@ -335,14 +335,34 @@ fn parse_names_the_wrong_field() {
 }
 
 #[test]
-fn parse_ignores_unknown_and_old_fields() {
+fn parse_reads_early_v1_fields_and_ignores_unknown_ones() {
     let yaml = format!(
         "{BASE}  cleanPodPolicy: None\nstatus:\n  replicaStatuses:\n    Worker: {{running: 1}}\n"
     );
     let value: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     let job = parse_tfjob(value).unwrap();
     assert_eq!(job.spec.run_policy, None);
+    assert_eq!(
+        job.spec.clean_pod_policy,
+        Some(crate::crd::CleanPodPolicy::None),
+        "the early v1 place, honoured by defaulting"
+    );
     assert_eq!(job.status.unwrap().replica_statuses.len(), 1);
+}
+
+#[test]
+fn early_v1_limits_are_checked_where_they_are_written() {
+    let yaml = format!("{BASE}  backoffLimit: -1\n  activeDeadlineSeconds: 0\n");
+    let value: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+    let errors = validate(&parse_tfjob(value).unwrap()).unwrap_err();
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
+            "spec.activeDeadlineSeconds: Invalid value: 0: must be greater than or equal to 1",
+        ]
+    );
 }
 
 #[test]

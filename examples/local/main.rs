@@ -1,0 +1,27 @@
+//! The no-cluster demo: `cargo run --example local -- examples/tf_job_mnist.yaml`.
+//!
+//! Starts the in-memory Kubernetes API server and pod simulator (`sim/`), installs the CRD,
+//! runs the real controller in process, applies the given TFJob(s) — converting older forms
+//! as `tfjob-operator convert` does — and prints their progress the way `kubectl get
+//! tfjobs,pods -w` would, until every job has finished. The logic is in `demo.rs` and
+//! `watch.rs`, which `tests/demo.rs` runs with every command the README shows.
+
+mod demo;
+mod watch;
+
+use clap::Parser;
+
+/// Exit status 0 when every job succeeded, 1 when one failed.
+#[tokio::main]
+async fn main() -> anyhow::Result<std::process::ExitCode> {
+    let args = demo::Args::parse();
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let outcomes = demo::run(&args, &mut std::io::stdout(), ctrl_c).await?;
+    Ok(if outcomes.iter().all(|o| o.state == "Succeeded") {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
