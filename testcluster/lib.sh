@@ -5,8 +5,15 @@ TC_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TC_ROOT=$(cd "$TC_HERE/.." && pwd)
 TC_DIR=${TESTCLUSTER_DIR:-$TC_ROOT/target/testcluster}
 TC_CACHE=${TESTCLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-testcluster}
-# Components in start order; `down` stops them in reverse.
-TC_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# Gang scheduling (scheduler-plugins' scheduler and PodGroup controller, the PodGroup CRDs of
+# scheduler-plugins and Volcano): on unless TESTCLUSTER_GANG=0.
+TC_GANG=${TESTCLUSTER_GANG:-1}
+# The scheduler-plugins scheduler's name (its profile's schedulerName): Kubeflow's default.
+TC_GANG_SCHEDULER=scheduler-plugins-scheduler
+# Components in start order (binary name = component name); `down` stops them in reverse.
+TC_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+[[ $TC_GANG == 1 ]] && TC_COMPONENTS+=(scheduler-plugins-scheduler scheduler-plugins-controller)
+TC_COMPONENTS+=(kwok)
 
 tc_log() { printf 'testcluster: %s\n' "$*" >&2; }
 tc_die() {
@@ -39,6 +46,8 @@ tc_fail() {
   tc_tail "$1"
   exit 1
 }
+
+[[ $TC_GANG == 0 || $TC_GANG == 1 ]] || tc_die "TESTCLUSTER_GANG must be 0 or 1, not '$TC_GANG'"
 
 tc_kubectl() {
   local k
