@@ -108,20 +108,37 @@ fn is_dns_subdomain(name: &str) -> bool {
 }
 
 impl Inner {
-    fn check_namespace(&self, rt: &ResourceType, ns: &str) -> Result<(), ApiError> {
+    /// The namespace lifecycle admission: no new objects in a missing or terminating namespace.
+    /// The refusal is the real one: 403 naming the object, with a `NamespaceTerminating` cause
+    /// that controllers test for.
+    fn check_namespace(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError> {
         if !rt.namespaced {
             return Ok(());
         }
         let nss = super::ResourceId::new("", "namespaces");
         match self.get(&nss, "", ns) {
             None => Err(ApiError::not_found("", "namespaces", ns)),
-            Some(n) if meta::is_deleting(n) => Err(ApiError::new(
-                403,
-                "Forbidden",
-                format!(
-                    "unable to create new content in namespace {ns} because it is being terminated"
-                ),
-            )),
+            Some(n) if meta::is_deleting(n) => {
+                let what = super::error::qualified(&rt.group, &rt.plural);
+                let mut e = ApiError::new(
+                    403,
+                    "Forbidden",
+                    format!(
+                        "{what} \"{name}\" is forbidden: unable to create new content in namespace \
+                         {ns} because it is being terminated"
+                    ),
+                );
+                e.details = Some(json!({
+                    "name": name,
+                    "kind": rt.plural,
+                    "causes": [{
+                        "reason": "NamespaceTerminating",
+                        "message": format!("namespace {ns} is being terminated"),
+                        "field": "metadata.namespace"
+                    }]
+                }));
+                Err(e)
+            }
             Some(_) => Ok(()),
         }
     }
@@ -176,7 +193,7 @@ impl Inner {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        self.check_namespace(rt, ns)?;
+        self.check_namespace(rt, ns, meta::name(&obj))?;
         let name = self.assign_name(rt, ns, &mut obj)?;
         let ns = if rt.namespaced { ns } else { "" };
         if self.get(&rt.storage, ns, &name).is_some() {
