@@ -1,22 +1,26 @@
-//! Errors of the running operator: what failed, with the object it failed on.
+//! Errors of the running operator: what failed, with the object it failed on, in the API
+//! server's own words (docs/behaviour.md §13): its message and reason, never a `Debug`
+//! rendering of the client's types.
 
 /// A failed step of a reconcile. The job is requeued with backoff; other jobs go on.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("creating pod {name}: {source}")]
+    #[error("creating pod {name}: {}", api_words(.source))]
     CreatePod { name: String, source: kube::Error },
-    #[error("creating service {name}: {source}")]
+    #[error("creating service {name}: {}", api_words(.source))]
     CreateService { name: String, source: kube::Error },
-    #[error("deleting pod {name}: {source}")]
+    #[error("deleting pod {name}: {}", api_words(.source))]
     DeletePod { name: String, source: kube::Error },
-    #[error("deleting service {name}: {source}")]
+    #[error("deleting service {name}: {}", api_words(.source))]
     DeleteService { name: String, source: kube::Error },
-    #[error("deleting TFJob {name} after its TTL: {source}")]
+    #[error("deleting TFJob {name} after its TTL: {}", api_words(.source))]
     DeleteJob { name: String, source: kube::Error },
-    #[error("writing status of TFJob {name}: {source}")]
+    #[error("writing status of TFJob {name}: {}", api_words(.source))]
     WriteStatus { name: String, source: kube::Error },
     #[error("{name} changed since the pass looked at it; not deleted")]
     ChildChanged { name: String },
+    #[error("namespace {namespace} is being terminated; no children are created in it")]
+    NamespaceTerminating { namespace: String },
     #[error("the pod and service caches are not synced yet")]
     CachesNotSynced,
     #[error("TFJob object has no {0}")]
@@ -29,6 +33,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// A create the API server refused, as the job's condition and warning event tell it:
+    /// (reason, message), e.g. (`FailedCreatePod`, `Error creating pod a-worker-1: pods
+    /// "a-worker-1" is forbidden: exceeded quota: tiny, ... (Forbidden)`), bounded to an
+    /// event note's size.
+    pub fn create_failure(&self) -> Option<(&'static str, String)> {
+        let (reason, kind, name, source) = match self {
+            Error::CreatePod { name, source } => ("FailedCreatePod", "pod", name, source),
+            Error::CreateService { name, source } => {
+                ("FailedCreateService", "service", name, source)
+            }
+            _ => return None,
+        };
+        let message = format!("Error creating {kind} {name}: {}", api_words(source));
+        Some((reason, bounded(message, NOTE_LIMIT)))
+    }
+
     /// A low-cardinality label for the reconcile-error metric.
     pub fn metric_label(&self) -> &'static str {
         match self {
@@ -39,6 +59,7 @@ impl Error {
             Error::DeleteJob { .. } => "delete_job",
             Error::WriteStatus { .. } => "write_status",
             Error::ChildChanged { .. } => "child_changed",
+            Error::NamespaceTerminating { .. } => "namespace_terminating",
             Error::CachesNotSynced => "caches_not_synced",
             Error::MissingMetadata(_) => "missing_metadata",
             Error::Serialize { .. } => "serialize",
@@ -57,5 +78,164 @@ impl Error {
             } => status.code == 409,
             _ => false,
         }
+    }
+}
+
+/// The most an event note may hold: the API server refuses a longer `events.k8s.io` note
+/// (and the event with it).
+pub const NOTE_LIMIT: usize = 1024;
+
+/// A client error in the words a Kubernetes user knows: for a refusal, the API server's
+/// message and its reason (`pods "x" is forbidden: exceeded quota: ... (Forbidden)`); for a
+/// failure to reach it, the transport's own message.
+pub fn api_words(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let message = if status.message.is_empty() {
+                format!("the API server answered {}", status.code)
+            } else {
+                status.message.clone()
+            };
+            match (status.reason.as_str(), status.code) {
+                ("", 0) => message,
+                ("", code) => format!("{message} ({code})"),
+                (reason, _) => format!("{message} ({reason})"),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Whether the API server refused a create because the namespace is being deleted: its
+/// lifecycle admission answers 403 with the cause `NamespaceTerminating`.
+pub fn is_namespace_terminating(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.code == 403
+                && status.details.as_ref().is_some_and(|d| {
+                    d.causes
+                        .iter()
+                        .any(|c| c.reason == "NamespaceTerminating")
+                })
+        }
+        _ => false,
+    }
+}
+
+/// `text` cut to at most `limit` bytes (on a character boundary), marked with `...` when cut.
+pub fn bounded(text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut end = limit.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+    use kube::core::response::{StatusCause, StatusDetails};
+
+    fn refused(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(Box::new(Status {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            ..Status::failure(message, reason)
+        }))
+    }
+
+    #[test]
+    fn a_quota_refusal_reads_as_the_api_server_wrote_it() {
+        let e = Error::CreatePod {
+            name: "dist-worker-1".into(),
+            source: refused(
+                403,
+                "Forbidden",
+                "pods \"dist-worker-1\" is forbidden: exceeded quota: tiny, requested: pods=1, used: pods=1, limited: pods=1",
+            ),
+        };
+        let (reason, message) = e.create_failure().unwrap();
+        assert_eq!(reason, "FailedCreatePod");
+        assert_eq!(
+            message,
+            "Error creating pod dist-worker-1: pods \"dist-worker-1\" is forbidden: exceeded quota: \
+             tiny, requested: pods=1, used: pods=1, limited: pods=1 (Forbidden)"
+        );
+        assert_eq!(
+            e.to_string(),
+            "creating pod dist-worker-1: pods \"dist-worker-1\" is forbidden: exceeded quota: \
+             tiny, requested: pods=1, used: pods=1, limited: pods=1 (Forbidden)"
+        );
+    }
+
+    #[test]
+    fn no_rust_types_in_any_message() {
+        let invalid = refused(
+            422,
+            "Invalid",
+            "Service \"a-worker-0\" is invalid: spec.ports[0].port: Invalid value: 0",
+        );
+        let e = Error::CreateService {
+            name: "a-worker-0".into(),
+            source: invalid,
+        };
+        let (reason, message) = e.create_failure().unwrap();
+        assert_eq!(reason, "FailedCreateService");
+        assert!(message.ends_with("Invalid value: 0 (Invalid)"), "{message}");
+        for text in [message, e.to_string()] {
+            for rust in ["ApiError", "Status {", "Some(", "ListMeta", "code:"] {
+                assert!(!text.contains(rust), "{rust:?} in {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_status_without_reason_names_its_code() {
+        let e = refused(500, "", "etcdserver: request timed out");
+        assert_eq!(api_words(&e), "etcdserver: request timed out (500)");
+        let e = refused(503, "", "");
+        assert_eq!(api_words(&e), "the API server answered 503 (503)");
+    }
+
+    #[test]
+    fn notes_stay_within_the_event_limit() {
+        let long = "x".repeat(600) + &"é".repeat(600);
+        let e = Error::CreatePod {
+            name: "p".into(),
+            source: refused(403, "Forbidden", &long),
+        };
+        let (_, message) = e.create_failure().unwrap();
+        assert!(message.len() <= NOTE_LIMIT, "{}", message.len());
+        assert!(message.ends_with("..."));
+        assert_eq!(bounded("short".into(), NOTE_LIMIT), "short");
+    }
+
+    #[test]
+    fn namespace_termination_is_told_by_its_cause() {
+        let mut status = Status::failure(
+            "pods \"a\" is forbidden: unable to create new content in namespace n because it is being terminated",
+            "Forbidden",
+        );
+        status.code = 403;
+        assert!(!is_namespace_terminating(&kube::Error::Api(Box::new(status.clone()))));
+        status.details = Some(StatusDetails {
+            causes: vec![StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: "namespace n is being terminated".into(),
+                field: "metadata.namespace".into(),
+            }],
+            name: "a".into(),
+            group: String::new(),
+            kind: "pods".into(),
+            uid: String::new(),
+            retry_after_seconds: 0,
+        });
+        assert!(is_namespace_terminating(&kube::Error::Api(Box::new(status))));
+        assert!(!is_namespace_terminating(&refused(403, "Forbidden", "quota")));
     }
 }

@@ -1,6 +1,7 @@
 //! `tfjob-operator run`: wire the controller, leader election, HTTP endpoints and shutdown. I/O.
 
 use std::future::Future;
+use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -91,6 +92,7 @@ pub async fn run_with(
         recorder,
         metrics: probes.metrics.clone(),
         memory: Default::default(),
+        max_backoff: Duration::from_secs_f64(args.max_error_backoff),
     });
     let scopes: Vec<Option<String>> = if args.namespaces.is_empty() {
         vec![None]

@@ -20,6 +20,12 @@ pub struct RunArgs {
     #[arg(long, env = "TFJOB_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
 
+    /// Longest wait, in seconds, before a failed pass is retried (the backoff doubles from
+    /// 0.5 s up to it). It bounds how long a job refused by a quota or an admission rule waits
+    /// once the cause is gone.
+    #[arg(long, env = "MAX_ERROR_BACKOFF", default_value_t = 60.0, value_parser = positive_seconds)]
+    pub max_error_backoff: f64,
+
     /// Run only while holding the leader Lease (for more than one operator replica).
     #[arg(long, env = "LEADER_ELECT", default_value_t = false)]
     pub leader_elect: bool,
@@ -53,6 +59,13 @@ pub struct RunArgs {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("{s}: expected seconds, more than 0 and at most 86400")),
+    }
 }
 
 /// Parse a Go-style bind address (`:8080`, `0.0.0.0:8080`, `127.0.0.1:0`); `0` or empty = off.

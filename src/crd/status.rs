@@ -63,6 +63,9 @@ pub enum ConditionType {
     Succeeded,
     Failed,
     Suspended,
+    /// Children cannot be created: the API server refuses them (quota, RBAC, admission,
+    /// invalid template). Present only while that lasts (docs/behaviour.md §13).
+    ReplicaFailure,
 }
 
 /// `True`, `False` or `Unknown`.

@@ -14,7 +14,7 @@ use super::job::Job;
 use super::memory::Memory;
 use super::model::{Deletion, EventNote, EventType, Plan};
 use crate::crd::object::JobObject;
-use crate::error::Error;
+use crate::error::{Error, NOTE_LIMIT, api_words, bounded, is_namespace_terminating};
 
 /// Children created (or deleted) at once for one job.
 pub const CREATE_CONCURRENCY: usize = 16;
@@ -54,6 +54,13 @@ pub struct Applied {
 /// new since the job's previous pass.
 pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Applied {
     let deleted = delete_children(t, &plan.delete_pods, &plan.delete_services).await;
+    // In a terminating namespace every create (events too) would be refused: not tried.
+    if t.memory.with(t.job_uid, |m| m.namespace_terminating) {
+        return Applied {
+            deleted,
+            created: Ok(()),
+        };
+    }
     let created = create_children(t, &plan.create_pods, &plan.create_services).await;
     let fresh = t.memory.with(t.job_uid, |m| m.notes.fresh(&plan.events));
     for note in &fresh {
@@ -85,7 +92,9 @@ pub async fn delete_job(shared: &Shared, job: &Job<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Create pods and services, all concurrently (bounded).
+/// Create pods and services, all concurrently (bounded). The error returned is that of the
+/// first refused child in the plan's order (so the job's condition names the same child
+/// pass after pass), unless the namespace is being deleted, which says more.
 pub async fn create_children(
     t: &Target<'_>,
     pods: &[Pod],
@@ -109,10 +118,18 @@ pub async fn create_children(
                 Child::Service(s) => create_service(t, *s).await,
             }
         })
-        .buffer_unordered(CREATE_CONCURRENCY)
+        .buffered(CREATE_CONCURRENCY)
         .collect()
         .await;
-    results.into_iter().collect()
+    let mut errors: Vec<Error> = results.into_iter().filter_map(Result::err).collect();
+    match errors
+        .iter()
+        .position(|e| matches!(e, Error::NamespaceTerminating { .. }))
+    {
+        Some(i) => Err(errors.swap_remove(i)),
+        None if errors.is_empty() => Ok(()),
+        None => Err(errors.swap_remove(0)),
+    }
 }
 
 enum Child {
@@ -145,15 +162,7 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
             t.memory.with(t.job_uid, |m| {
                 m.pending.create_failed(&name, Timestamp::now())
             });
-            record(
-                t,
-                KubeEventType::Warning,
-                "FailedCreatePod",
-                format!("Error creating pod {name}: {source}"),
-                None,
-            )
-            .await;
-            Err(Error::CreatePod { name, source })
+            refused(t, Error::CreatePod { name, source }).await
         }
     }
 }
@@ -187,12 +196,28 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
             .await;
             Ok(())
         }
-        Err(source) => {
-            let note = format!("Error creating service {name}: {source}");
-            record(t, KubeEventType::Warning, "FailedCreateService", note, None).await;
-            Err(Error::CreateService { name, source })
-        }
+        Err(source) => refused(t, Error::CreateService { name, source }).await,
     }
+}
+
+/// A create the API server refused: told in a warning event (one series while the same
+/// refusal repeats: same reason and note), or, when the namespace is being deleted, not told
+/// at all (docs/behaviour.md §13): the job is left alone from then on.
+async fn refused(t: &Target<'_>, error: Error) -> Result<(), Error> {
+    let source = match &error {
+        Error::CreatePod { source, .. } | Error::CreateService { source, .. } => source,
+        _ => return Err(error),
+    };
+    if is_namespace_terminating(source) {
+        t.memory.with(t.job_uid, |m| m.namespace_terminating = true);
+        return Err(Error::NamespaceTerminating {
+            namespace: t.job_ref.namespace.clone().unwrap_or_default(),
+        });
+    }
+    if let Some((reason, note)) = error.create_failure() {
+        record(t, KubeEventType::Warning, reason, note, None).await;
+    }
+    Err(error)
 }
 
 /// An existing object with a child's name is fine when it is ours; otherwise it is never
@@ -345,11 +370,16 @@ async fn record(
     let event = Event {
         type_,
         reason: reason.to_string(),
-        note: Some(note),
+        note: Some(bounded(note, NOTE_LIMIT)),
         action,
         secondary: related,
     };
-    if let Err(e) = t.recorder.publish(&event, &t.job_ref).await {
-        tracing::debug!(error = %e, reason, "recording event");
+    match t.recorder.publish(&event, &t.job_ref).await {
+        Ok(()) => {}
+        // (expected while the namespace goes; the job goes with it)
+        Err(e) if is_namespace_terminating(&e) => {
+            tracing::debug!(reason, "event not recorded: the namespace is being deleted");
+        }
+        Err(e) => tracing::warn!(error = %api_words(&e), reason, "event not recorded"),
     }
 }

@@ -130,6 +130,34 @@ pub fn set(conditions: &mut Vec<JobCondition>, wanted: Wanted<'_>, now: Timestam
     true
 }
 
+/// The `ReplicaFailure` condition follows the pass's creates (docs/behaviour.md §13): a
+/// refused create sets it True with the refusal's reason and message (the message is
+/// updated in place when the refusal changes); a pass whose creates all went through, or
+/// that had none to make, removes it, so the message clears once the cause is gone.
+pub fn replica_failure(
+    conditions: &mut Vec<JobCondition>,
+    failure: Option<(&str, String)>,
+    now: Timestamp,
+) {
+    let Some((reason, message)) = failure else {
+        conditions.retain(|c| c.type_ != ConditionType::ReplicaFailure);
+        return;
+    };
+    let wanted = Wanted::new(ConditionType::ReplicaFailure, true, reason, message);
+    if set(conditions, wanted.clone(), now) {
+        return;
+    }
+    if let Some(c) = conditions
+        .iter_mut()
+        .find(|c| c.type_ == ConditionType::ReplicaFailure)
+        && (c.reason.as_deref() != Some(reason) || c.message.as_ref() != Some(&wanted.message))
+    {
+        c.reason = Some(reason.to_string());
+        c.message = Some(wanted.message);
+        c.last_update_time = Some(Time(now));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +266,34 @@ mod tests {
             );
             assert_eq!(is_finished(&status), want, "{t:?}={s}");
         }
+    }
+
+    #[test]
+    fn replica_failure_is_set_updated_and_removed() {
+        let mut c = Vec::new();
+        set(&mut c, Wanted::new(Created, true, "TFJobCreated", "made".into()), at(1));
+        let quota = |n: i32| format!("Error creating pod a-worker-1: exceeded quota, used: pods={n}");
+        replica_failure(&mut c, Some(("FailedCreatePod", quota(1))), at(2));
+        assert_eq!(types(&c), [(Created, ConditionStatus::True), (ReplicaFailure, ConditionStatus::True)]);
+        let rf = find(&c, ReplicaFailure).unwrap().clone();
+        assert_eq!(rf.reason.as_deref(), Some("FailedCreatePod"));
+        assert_eq!(rf.message, Some(quota(1)));
+
+        // the same refusal again: nothing changes (no status write)
+        let before = c.clone();
+        replica_failure(&mut c, Some(("FailedCreatePod", quota(1))), at(3));
+        assert_eq!(c, before);
+
+        // a different refusal: message and update time change, the transition time stays
+        replica_failure(&mut c, Some(("FailedCreateService", quota(2))), at(4));
+        let rf = find(&c, ReplicaFailure).unwrap();
+        assert_eq!(rf.reason.as_deref(), Some("FailedCreateService"));
+        assert_eq!(rf.message, Some(quota(2)));
+        assert_eq!(rf.last_transition_time, Some(Time(at(2))));
+        assert_eq!(rf.last_update_time, Some(Time(at(4))));
+
+        // creates went through: the condition is gone
+        replica_failure(&mut c, None, at(5));
+        assert_eq!(types(&c), [(Created, ConditionStatus::True)]);
     }
 }

@@ -23,6 +23,10 @@ pub struct JobMemory {
     written: Option<(String, String)>,
     /// Reconciles failed in a row, for the retry backoff.
     failures: u32,
+    /// The API server refused a create because the job's namespace is being deleted: no more
+    /// creates or events for this job (a terminating namespace never comes back; the job goes
+    /// with it, and this memory with the job).
+    pub namespace_terminating: bool,
 }
 
 impl JobMemory {

@@ -60,6 +60,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// What is remembered about each job between passes.
     pub memory: Memory,
+    /// The cap of the per-job retry backoff after failed passes.
+    pub max_backoff: Duration,
 }
 
 /// What one namespace's controller reconciles with.
@@ -101,14 +103,21 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
     let plan = job.plan(&observed, now, &shared.settings);
     let ends = status::ends(job.status(), plan.status.as_ref());
     if ends {
-        status::write(shared, &job, plan.status.as_ref()).await?;
+        let status = with_create_failure(plan.status.clone(), None, now);
+        status::write(shared, &job, status.as_ref()).await?;
     }
     let applied = apply::apply_plan(&Target::new(shared, &job), &plan).await;
     // A status counting a restart is stored only once the failed pod is gone: were the
     // delete lost, the next pass would count it again.
     applied.deleted?;
+    if let Err(Error::NamespaceTerminating { .. }) = applied.created {
+        tracing::debug!("namespace is being deleted; the job is left to go with it");
+        return Ok(Action::await_change());
+    }
     if !ends {
-        status::write(shared, &job, plan.status.as_ref()).await?;
+        let failure = applied.created.as_ref().err().and_then(Error::create_failure);
+        let status = with_create_failure(plan.status.clone(), failure, now);
+        status::write(shared, &job, status.as_ref()).await?;
     }
     if plan.delete_job {
         apply::delete_job(shared, &job).await?;
@@ -125,6 +134,18 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
     Ok(match plan.requeue_at {
         Some(at) => Action::requeue(Duration::try_from(at.duration_since(now)).unwrap_or_default()),
         None => Action::await_change(),
+    })
+}
+
+/// The planned status with the `ReplicaFailure` condition as this pass's creates left it.
+fn with_create_failure(
+    status: Option<crate::crd::TFJobStatus>,
+    failure: Option<(&'static str, String)>,
+    now: Timestamp,
+) -> Option<crate::crd::TFJobStatus> {
+    status.map(|mut s| {
+        conditions::replica_failure(&mut s.conditions, failure, now);
+        s
     })
 }
 
@@ -147,7 +168,9 @@ fn not_now(shared: &Shared, job: &Job<'_>) -> Option<Action> {
 
 /// A failed pass is retried: soon when it only has to wait (caches re-listing, a conflict
 /// with a newer version of the job), else with exponential backoff per job (0.5 s doubling
-/// to 5 min), so an overloaded or failing API server is not hammered.
+/// to `--max-error-backoff`, 60 s by default), so an overloaded or failing API server is not
+/// hammered, and a job refused for a cause nobody tells us is gone (a quota raised) goes on
+/// within that bound (docs/behaviour.md §13).
 pub fn error_policy(object: Arc<JobObject>, error: &Error, ctx: Arc<Context>) -> Action {
     let shared = &ctx.shared;
     shared
@@ -164,12 +187,12 @@ pub fn error_policy(object: Arc<JobObject>, error: &Error, ctx: Arc<Context>) ->
     let uid = object.uid().unwrap_or_default();
     let attempts = shared.memory.with(&uid, JobMemory::failed);
     tracing::warn!(error = %error, attempts, "reconcile failed");
-    Action::requeue(backoff(attempts))
+    Action::requeue(backoff(attempts, shared.max_backoff))
 }
 
-fn backoff(attempts: u32) -> Duration {
+fn backoff(attempts: u32, max: Duration) -> Duration {
     let millis = 500u64.saturating_mul(1u64 << attempts.saturating_sub(1).min(20));
-    Duration::from_millis(millis.min(300_000))
+    Duration::from_millis(millis).min(max)
 }
 
 #[cfg(test)]
@@ -180,8 +203,9 @@ mod tests {
     fn backoff_doubles_and_caps() {
         let got: Vec<u64> = [1, 2, 3, 10, 30]
             .iter()
-            .map(|&a| backoff(a).as_millis() as u64)
+            .map(|&a| backoff(a, Duration::from_secs(300)).as_millis() as u64)
             .collect();
         assert_eq!(got, [500, 1000, 2000, 256_000, 300_000]);
+        assert_eq!(backoff(30, Duration::from_secs(2)), Duration::from_secs(2));
     }
 }

@@ -1,5 +1,5 @@
 //! Per-kind defaults the real API server applies at creation: pod and namespace phases, service
-//! cluster IPs (none for headless services), node readiness (no I/O).
+//! cluster IPs (none for headless services), node readiness, quota status (no I/O).
 use serde_json::{Value, json};
 
 use super::{Inner, ResourceType};
@@ -23,7 +23,15 @@ pub(super) fn on_create(inner: &mut Inner, rt: &ResourceType, obj: &mut Value) {
             obj["spec"] = json!({"finalizers": ["kubernetes"]});
             obj["status"] = json!({"phase": "Active"});
         }
+        "resourcequotas" => super::admission::quota_status(obj),
         _ => {}
+    }
+}
+
+/// Per-kind effects of an update.
+pub(super) fn on_update(rt: &ResourceType, obj: &mut Value) {
+    if rt.group.is_empty() && rt.plural == "resourcequotas" {
+        super::admission::quota_status(obj);
     }
 }
 

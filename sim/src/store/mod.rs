@@ -1,6 +1,7 @@
 //! The in-memory object store: objects of every resource under one global resourceVersion, a
 //! bounded event history for watch replay and a broadcast channel fanning events out (no I/O;
 //! guarded by one mutex so every write and its event are ordered).
+mod admission;
 mod builtin;
 mod crd;
 mod delete;

@@ -113,6 +113,9 @@ pub fn builtins() -> Vec<ResourceType> {
     let mut nodes = ResourceType::builtin("", "nodes", "Node", false, &["no"]);
     nodes.has_status = true;
     nodes.subresources = vec!["status".into()];
+    let mut quotas = ResourceType::builtin("", "resourcequotas", "ResourceQuota", true, &["quota"]);
+    quotas.has_status = true;
+    quotas.subresources = vec!["status".into()];
     let mut events_v1 = ResourceType::builtin("events.k8s.io", "events", "Event", true, &["ev"]);
     events_v1.storage = ResourceId::new("", "events");
     events_v1.conversion = Conversion::EventsV1;
@@ -134,6 +137,7 @@ pub fn builtins() -> Vec<ResourceType> {
         namespaces,
         ResourceType::builtin("", "configmaps", "ConfigMap", true, &["cm"]),
         nodes,
+        quotas,
         events_v1,
         ResourceType::builtin("coordination.k8s.io", "leases", "Lease", true, &[]),
         crds,

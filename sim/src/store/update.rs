@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::write::{Sub, WriteOptions, admit, version_of};
-use super::{ApiError, EventType, Inner, ResourceType, builtin, crd, meta};
+use super::{kinds, ApiError, EventType, Inner, ResourceType, builtin, crd, meta};
 
 impl Inner {
     fn merge_update(
@@ -94,6 +94,7 @@ impl Inner {
         }
         let version = version_of(rt, opts);
         let mut out = self.merge_update(rt, &cur, new, opts);
+        kinds::on_update(rt, &mut out);
         out["apiVersion"] = json!(rt.api_version(&version));
         out["kind"] = json!(rt.kind);
         out["metadata"]["name"] = json!(name);

@@ -237,6 +237,9 @@ impl Inner {
             builtin::validate(rt, &obj, None, opts.sub)?;
         }
         admit(rt, &version, &mut obj, None)?;
+        if rt.group.is_empty() && rt.plural == "pods" && !opts.internal {
+            self.admit_pod(ns, &obj)?;
+        }
         let new_type = crd::on_write(&mut obj, rt)?;
         if opts.dry_run {
             return Ok(Arc::new(obj));
