@@ -112,11 +112,10 @@ pub fn is_namespace_terminating(error: &kube::Error) -> bool {
     match error {
         kube::Error::Api(status) => {
             status.code == 403
-                && status.details.as_ref().is_some_and(|d| {
-                    d.causes
-                        .iter()
-                        .any(|c| c.reason == "NamespaceTerminating")
-                })
+                && status
+                    .details
+                    .as_ref()
+                    .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
         }
         _ => false,
     }
@@ -222,7 +221,9 @@ mod tests {
             "Forbidden",
         );
         status.code = 403;
-        assert!(!is_namespace_terminating(&kube::Error::Api(Box::new(status.clone()))));
+        assert!(!is_namespace_terminating(&kube::Error::Api(Box::new(
+            status.clone()
+        ))));
         status.details = Some(StatusDetails {
             causes: vec![StatusCause {
                 reason: "NamespaceTerminating".into(),
@@ -235,7 +236,13 @@ mod tests {
             uid: String::new(),
             retry_after_seconds: 0,
         });
-        assert!(is_namespace_terminating(&kube::Error::Api(Box::new(status))));
-        assert!(!is_namespace_terminating(&refused(403, "Forbidden", "quota")));
+        assert!(is_namespace_terminating(&kube::Error::Api(Box::new(
+            status
+        ))));
+        assert!(!is_namespace_terminating(&refused(
+            403,
+            "Forbidden",
+            "quota"
+        )));
     }
 }

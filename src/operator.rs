@@ -1,9 +1,9 @@
 //! `tfjob-operator run`: wire the controller, leader election, HTTP endpoints and shutdown. I/O.
 
 use std::future::Future;
-use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::FutureExt;

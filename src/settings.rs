@@ -64,7 +64,9 @@ pub enum LogFormat {
 fn positive_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!("{s}: expected seconds, more than 0 and at most 86400")),
+        _ => Err(format!(
+            "{s}: expected seconds, more than 0 and at most 86400"
+        )),
     }
 }
 

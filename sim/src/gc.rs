@@ -97,13 +97,26 @@ fn finish_foreground(store: &Store, deps: Vec<&Entry>, id: &ResourceId, owner: &
     }
 }
 
-/// A terminating namespace: delete its content, then remove it.
+/// A terminating namespace: delete its content, then remove it. The core group's objects
+/// (pods, services, events) go first and the rest (custom objects such as TFJobs) once they
+/// are gone: the real namespace controller deletes resource by resource in discovery order,
+/// so a controller can see its children vanish and try to recreate them while their owner
+/// still exists (and is refused: the namespace is terminating).
 fn finish_namespace(store: &Store, all: &[Entry], id: &ResourceId, ns_obj: &Value) -> usize {
     let ns = meta::name(ns_obj);
-    let content = all
-        .iter()
-        .filter(|(rid, c)| rid != id && meta::namespace(c) == ns);
-    let (n, empty) = empty_out(store, content, "Background");
+    let content = || {
+        all.iter()
+            .filter(move |(rid, c)| rid != id && meta::namespace(c) == ns)
+    };
+    let (core, core_empty) = empty_out(
+        store,
+        content().filter(|(rid, _)| rid.group.is_empty()),
+        "Background",
+    );
+    if !core_empty {
+        return core;
+    }
+    let (n, empty) = empty_out(store, content(), "Background");
     let removed = match store.resource_type(id) {
         Some(rt) if empty => usize::from(store.finish_deletion(&rt, "", ns)),
         _ => 0,

@@ -62,6 +62,9 @@ pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Applied {
         };
     }
     let created = create_children(t, &plan.create_pods, &plan.create_services).await;
+    if let Err(Error::NamespaceTerminating { .. }) = created {
+        return Applied { deleted, created };
+    }
     let fresh = t.memory.with(t.job_uid, |m| m.notes.fresh(&plan.events));
     for note in &fresh {
         record_note(t, note).await;

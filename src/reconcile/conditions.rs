@@ -271,10 +271,21 @@ mod tests {
     #[test]
     fn replica_failure_is_set_updated_and_removed() {
         let mut c = Vec::new();
-        set(&mut c, Wanted::new(Created, true, "TFJobCreated", "made".into()), at(1));
-        let quota = |n: i32| format!("Error creating pod a-worker-1: exceeded quota, used: pods={n}");
+        set(
+            &mut c,
+            Wanted::new(Created, true, "TFJobCreated", "made".into()),
+            at(1),
+        );
+        let quota =
+            |n: i32| format!("Error creating pod a-worker-1: exceeded quota, used: pods={n}");
         replica_failure(&mut c, Some(("FailedCreatePod", quota(1))), at(2));
-        assert_eq!(types(&c), [(Created, ConditionStatus::True), (ReplicaFailure, ConditionStatus::True)]);
+        assert_eq!(
+            types(&c),
+            [
+                (Created, ConditionStatus::True),
+                (ReplicaFailure, ConditionStatus::True)
+            ]
+        );
         let rf = find(&c, ReplicaFailure).unwrap().clone();
         assert_eq!(rf.reason.as_deref(), Some("FailedCreatePod"));
         assert_eq!(rf.message, Some(quota(1)));

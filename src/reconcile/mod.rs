@@ -115,7 +115,11 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
         return Ok(Action::await_change());
     }
     if !ends {
-        let failure = applied.created.as_ref().err().and_then(Error::create_failure);
+        let failure = applied
+            .created
+            .as_ref()
+            .err()
+            .and_then(Error::create_failure);
         let status = with_create_failure(plan.status.clone(), failure, now);
         status::write(shared, &job, status.as_ref()).await?;
     }

@@ -163,11 +163,16 @@ pub struct ResponseStatus {
 
 impl AuditEntry {
     /// A 403 that means missing rights (RBAC, or admission such as
-    /// OwnerReferencesPermissionEnforcement): not one for a namespace being deleted, which
-    /// refuses every create whoever asks.
+    /// OwnerReferencesPermissionEnforcement): not one for a namespace being deleted, or a
+    /// quota or Pod Security refusal, which refuse a create whoever asks.
     pub fn is_permission_denied(&self) -> bool {
         let message = self.response_status.message.as_deref().unwrap_or_default();
-        self.response_status.code == 403 && !message.contains("because it is being terminated")
+        let anyone = [
+            "because it is being terminated",
+            "exceeded quota:",
+            "violates PodSecurity",
+        ];
+        self.response_status.code == 403 && !anyone.iter().any(|m| message.contains(m))
     }
 
     /// `pods`, `tfjobs/status`, ...

@@ -73,13 +73,20 @@ pub(super) fn quota_status(quota: &mut Value) {
 }
 
 fn forbidden(name: &str, why: String) -> ApiError {
-    let mut e = ApiError::new(403, "Forbidden", format!("pods \"{name}\" is forbidden: {why}"));
+    let mut e = ApiError::new(
+        403,
+        "Forbidden",
+        format!("pods \"{name}\" is forbidden: {why}"),
+    );
     e.details = Some(json!({"name": name, "kind": "pods"}));
     e
 }
 
 fn is_finished(pod: &Value) -> bool {
-    matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
 }
 
 /// A count quantity (`"2"` or `2`); other forms are not counts.
@@ -152,7 +159,10 @@ fn restricted_violations(pod: &Value) -> Vec<String> {
         .map(|v| format!("\"{}\"", v["name"].as_str().unwrap_or("")))
         .collect();
     if !host_path.is_empty() {
-        out.push(format!("restricted volume types (volume {} uses restricted volume type \"hostPath\")", host_path.join(", ")));
+        out.push(format!(
+            "restricted volume types (volume {} uses restricted volume type \"hostPath\")",
+            host_path.join(", ")
+        ));
     }
     let pod_sc = &spec["securityContext"];
     let pod_non_root = pod_sc["runAsNonRoot"].as_bool() == Some(true);
@@ -177,7 +187,11 @@ fn restricted_violations(pod: &Value) -> Vec<String> {
     let pod_seccomp = &pod_sc["seccompProfile"]["type"];
     let seccomp = names(&|c| {
         let own = &sc(c)["seccompProfile"]["type"];
-        if own.is_null() { !allowed(pod_seccomp) } else { !allowed(own) }
+        if own.is_null() {
+            !allowed(pod_seccomp)
+        } else {
+            !allowed(own)
+        }
     });
     if !seccomp.is_empty() {
         out.push(format!(

@@ -136,6 +136,7 @@ pub fn builtins() -> Vec<ResourceType> {
         ResourceType::builtin("", "events", "Event", true, &["ev"]),
         namespaces,
         ResourceType::builtin("", "configmaps", "ConfigMap", true, &["cm"]),
+        ResourceType::builtin("", "serviceaccounts", "ServiceAccount", true, &["sa"]),
         nodes,
         quotas,
         events_v1,

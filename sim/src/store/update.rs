@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::write::{Sub, WriteOptions, admit, version_of};
-use super::{kinds, ApiError, EventType, Inner, ResourceType, builtin, crd, meta};
+use super::{ApiError, EventType, Inner, ResourceType, builtin, crd, kinds, meta};
 
 impl Inner {
     fn merge_update(
