@@ -94,8 +94,9 @@ async fn a_quota_refusal_is_told_in_kubernetes_words_and_the_job_starts_once_it_
     assert_eq!(stuck.reason.as_deref(), Some("FailedCreatePod"));
     assert_eq!(stuck.message.as_deref(), Some(refusal));
 
-    // Retried at 0.5, 1, 2, 2, ... s: one event series whose count grows, never a second event.
-    let series = support::eventually("the refusal repeated 5 times", || async {
+    // Retried at 0.5, 1, 2, 2, ... s (and whenever the running worker changes): one event
+    // series whose count grows, never a second event.
+    let series = support::eventually("the refusal repeated 7 times", || async {
         let failed: Vec<_> = c
             .events_about("qjob")
             .await
@@ -104,7 +105,7 @@ async fn a_quota_refusal_is_told_in_kubernetes_words_and_the_job_starts_once_it_
             .collect();
         assert_eq!(failed.len(), 1, "one event series per refusal: {failed:#?}");
         let count = failed[0].series.as_ref().map_or(1, |s| s.count);
-        (count >= 5).then(|| failed[0].clone())
+        (count >= 7).then(|| failed[0].clone())
     })
     .await;
     assert_eq!(series.note.as_deref(), Some(refusal));
@@ -116,6 +117,7 @@ async fn a_quota_refusal_is_told_in_kubernetes_words_and_the_job_starts_once_it_
     for rust in ["ApiError", "Status {", "Some(", "ListMeta"] {
         assert!(!described.contains(rust), "{rust:?} in:\n{described}");
     }
+    eprintln!("kubectl describe tfjob qjob, stuck on the quota:\n{described}");
 
     let raised = json!({"spec": {"hard": {"pods": "2"}}});
     let at = Instant::now();
@@ -127,7 +129,7 @@ async fn a_quota_refusal_is_told_in_kubernetes_words_and_the_job_starts_once_it_
         .await;
     let took = at.elapsed();
     eprintln!("quota raised: the refused pod was created {took:?} later (backoff cap {CAP:?})");
-    // Stuck long enough that an uncapped backoff would now wait 16 s.
+    // After 7 failed passes in a row an uncapped backoff would wait 32 s.
     assert!(
         took < CAP + Duration::from_secs(8),
         "{took:?} after the quota was raised (cap {CAP:?})"
@@ -137,6 +139,9 @@ async fn a_quota_refusal_is_told_in_kubernetes_words_and_the_job_starts_once_it_
     })
     .await;
     c.until_condition("qjob", ConditionType::Running).await;
+    let described = kubectl(&c, &["-n", &c.namespace, "describe", "tfjob", "qjob"]).await;
+    assert!(!described.contains("ReplicaFailure"), "{described}");
+    eprintln!("kubectl describe tfjob qjob, the quota raised:\n{described}");
 }
 
 /// A namespace deleted under a running job: the operator tries at most one round of creates

@@ -167,13 +167,15 @@ pub fn cleanup(
     let pods = children
         .pods
         .values()
-        .filter(|p| !p.terminating && !(unfinished_only && p.phase.is_finished()))
+        .filter(|p| !p.terminating)
+        .filter(|p| !(unfinished_only && p.phase.is_finished()))
         .map(|p| p.deletion())
         .collect();
     let services = children
         .services
         .iter()
-        .filter(|(key, s)| !s.terminating && !(unfinished_only && finished(*key)))
+        .filter(|(_, s)| !s.terminating)
+        .filter(|(key, _)| !(unfinished_only && finished(*key)))
         .map(|(_, s)| s.deletion())
         .collect();
     (pods, services)
