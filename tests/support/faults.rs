@@ -527,6 +527,11 @@ pub async fn shared() -> tokio::sync::RwLockReadGuard<'static, ()> {
     LOAD.read().await
 }
 
+/// [`shared`] for a test that is not async (a property test).
+pub fn shared_blocking() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    LOAD.blocking_read()
+}
+
 /// Run alone among the tests of this binary that hold [`shared`].
 pub async fn alone() -> tokio::sync::RwLockWriteGuard<'static, ()> {
     LOAD.write().await
