@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::common::{self, is, restarts, spec, status_line};
 use crate::support::TestCluster;
-use crate::support::faults::{Rescript, WatchLog, cluster, seed, shared, while_rescripting};
+use crate::support::faults::{WatchLog, cluster, seed, shared};
 
 const JOB: &str = "life";
 const WORKER: &str = "life-worker-0";
@@ -25,13 +25,6 @@ fn lifecycle() -> serde_json::Value {
     let mut job = spec(JOB, &[("PS", 1, "Never"), ("Worker", 1, "ExitCode")], 0.3);
     common::annotate(&mut job, "PS", common::RUN, "3600");
     job
-}
-
-fn succeed() -> Vec<(String, String)> {
-    vec![
-        ("run-seconds".into(), "0.3".into()),
-        ("exit-code".into(), "0".into()),
-    ]
 }
 
 /// The end state every run must reach (the problems with `job`, `pods`, `services`).
@@ -108,18 +101,17 @@ async fn run(kill_after: Option<u64>, seed: u64) -> Run {
     if let Some(k) = kill_after {
         sim.freeze_after_writes(first.agent(), k);
     }
-    sim.script_pod(
-        &c.namespace,
+    // By incarnation: each worker pod is held until the test's scripter gives it its outcome,
+    // so the second fails never, however fast the operator recreates it.
+    c.script_pod_in_turn(
         WORKER,
-        [("run-seconds", "0.3"), ("exit-code", "137")],
+        &[
+            &[("run-seconds", "0.3"), ("exit-code", "137")],
+            &[("run-seconds", "0.3"), ("exit-code", "0")],
+        ],
     );
-    let rules = vec![Rescript {
-        pod: WORKER.into(),
-        after_failures: 1,
-        keys: succeed(),
-    }];
     let mut problems = Vec::new();
-    let (killed, writes) = while_rescripting(sim, &c.namespace, &pods, rules, async {
+    let (killed, writes) = async {
         c.create(lifecycle()).await;
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut settled_since: Option<Instant> = None;
@@ -185,7 +177,7 @@ async fn run(kill_after: Option<u64>, seed: u64) -> Run {
         )
         .await;
         (true, writes)
-    })
+    }
     .await;
     // The end state, once more after everything settled, and each child's incarnations.
     if problems.is_empty() {

@@ -11,16 +11,10 @@ use tfjob_operator::crd::{ConditionType, ReplicaType};
 use tokio::time::Instant;
 
 use super::common::{self, is, restarts, spec, status_line};
-use crate::support::faults::{
-    Operator, Rescript, WatchLog, cluster, seed, shared, while_rescripting, writes_of,
-};
+use crate::support::faults::{Operator, WatchLog, cluster, seed, shared, writes_of};
 
-fn succeed() -> Vec<(String, String)> {
-    vec![
-        ("run-seconds".into(), "0.5".into()),
-        ("exit-code".into(), "0".into()),
-    ]
-}
+const SUCCEED: &[(&str, &str)] = &[("run-seconds", "0.5"), ("exit-code", "0")];
+const FAIL_137: &[(&str, &str)] = &[("run-seconds", "0.5"), ("exit-code", "137")];
 
 /// Two finished jobs with restarts counted (one worker restarted twice in place by the kubelet,
 /// one recreated once by the operator); every pod is then deleted from outside, and the
@@ -34,7 +28,6 @@ async fn restart_counts_survive_pod_deletion_and_an_operator_restart_after_the_j
         return eprintln!("skipped: scripts restarts (simulator only)");
     }
     let sim = c.sim();
-    let pods = WatchLog::<Pod>::start(c.pods(), "").await;
     let first = c.operator(&[]).await;
     let mut inplace = spec("inplace", &[("Worker", 1, "OnFailure")], 0.5);
     common::annotate(&mut inplace, "Worker", "sim.tfjob.dev/fail-times", "2");
@@ -46,17 +39,9 @@ async fn restart_counts_survive_pod_deletion_and_an_operator_restart_after_the_j
         0.5,
     );
     common::annotate(&mut recreated, "PS", common::RUN, "3600");
-    sim.script_pod(
-        &c.namespace,
-        "recreated-worker-0",
-        [("run-seconds", "0.5"), ("exit-code", "137")],
-    );
-    let rules = vec![Rescript {
-        pod: "recreated-worker-0".into(),
-        after_failures: 1,
-        keys: succeed(),
-    }];
-    let done = while_rescripting(sim, &c.namespace, &pods, rules, async {
+    // By incarnation (each pod held until scripted): the recreated pod succeeds, however fast.
+    c.script_pod_in_turn("recreated-worker-0", &[FAIL_137, SUCCEED]);
+    let done = (async {
         c.create(inplace).await;
         c.create(recreated).await;
         common::jobs_within(&c, Duration::from_secs(20), |all| {
@@ -110,6 +95,16 @@ async fn restart_counts_survive_pod_deletion_and_an_operator_restart_after_the_j
         assert!(Instant::now() < deadline, "the pods were not deleted");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The first operator may tidy up after the pods' deletion (a finished replica's service
+    // goes once its pod is gone, docs/behaviour.md §6.3): let it finish, so that what the next
+    // one does is measured against a settled cluster.
+    common::until_quiet(
+        &c,
+        first.agent(),
+        Duration::from_secs(1),
+        Duration::from_secs(20),
+    )
+    .await;
     first.stop_cleanly().await;
     let counted = sim.requests();
     let second = c.operator(&[]).await;
@@ -150,25 +145,16 @@ async fn a_restart_count_in_progress_continues_across_operator_restarts_and_kill
     if !c.simulated() {
         return eprintln!("skipped: scripts restarts (simulator only)");
     }
-    let sim = c.sim();
     let pods = WatchLog::<Pod>::start(c.pods(), "").await;
     let mut inplace = spec("inplace", &[("Worker", 1, "OnFailure")], 1.0);
     common::annotate(&mut inplace, "Worker", "sim.tfjob.dev/fail-times", "3");
     common::annotate(&mut inplace, "Worker", "sim.tfjob.dev/exit-code", "1");
     common::run_policy(&mut inplace, "cleanPodPolicy", json!("None"));
     let recreated = spec("recreated", &[("Worker", 1, "ExitCode")], 1.0);
-    sim.script_pod(
-        &c.namespace,
-        "recreated-worker-0",
-        [("run-seconds", "1"), ("exit-code", "137")],
-    );
-    let rules = vec![Rescript {
-        pod: "recreated-worker-0".into(),
-        after_failures: 3,
-        keys: succeed(),
-    }];
+    let fail = &[("run-seconds", "1"), ("exit-code", "137")][..];
+    c.script_pod_in_turn("recreated-worker-0", &[fail, fail, fail, SUCCEED]);
     let mut replaced = Vec::new();
-    let outcome = while_rescripting(sim, &c.namespace, &pods, rules, async {
+    let outcome = (async {
         let mut operator: Operator = c.operator(&[]).await;
         c.create(inplace).await;
         c.create(recreated).await;
