@@ -526,6 +526,15 @@ async fn a_settled_job_causes_no_further_api_writes() {
                 write_breakdown(&writes)
             );
         }
+        // One event per kind of action and pass, not one per child (docs/behaviour.md §9):
+        // a handful for the whole life of either job.
+        let events = writes.count(Some("create"), Some("events"))
+            + writes.count(Some("patch"), Some("events"));
+        assert!(
+            events <= 10,
+            "{events} event writes for {label}: {}",
+            write_breakdown(&writes)
+        );
         eprintln!(
             "API writes by the operator, creation to settled, {label}: {} ({})",
             writes.writes(),

@@ -9,10 +9,10 @@ use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
 use kube::{Api, Resource, ResourceExt};
 
-use super::Shared;
 use super::job::Job;
 use super::memory::Memory;
 use super::model::{Deletion, EventNote, EventType, Plan};
+use super::{Shared, summary};
 use crate::crd::object::JobObject;
 use crate::error::{Error, NOTE_LIMIT, api_words, bounded, is_namespace_terminating};
 
@@ -114,7 +114,7 @@ pub async fn create_children(
                 .map(|s| Child::Service(Box::new(s))),
         )
         .collect();
-    let results: Vec<Result<(), Error>> = stream::iter(children)
+    let results: Vec<Result<Made, Error>> = stream::iter(children)
         .map(|child| async move {
             match child {
                 Child::Pod(p) => create_pod(t, *p).await,
@@ -124,6 +124,32 @@ pub async fn create_children(
         .buffered(CREATE_CONCURRENCY)
         .collect()
         .await;
+    let made = |kind: Kind| -> Vec<String> {
+        results
+            .iter()
+            .filter_map(|r| match r {
+                Ok(Made::New(k, name)) if *k == kind => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    record_children(
+        t,
+        "SuccessfulCreatePod",
+        "Created",
+        Kind::Pod,
+        &made(Kind::Pod),
+    )
+    .await;
+    let services = made(Kind::Service);
+    record_children(
+        t,
+        "SuccessfulCreateService",
+        "Created",
+        Kind::Service,
+        &services,
+    )
+    .await;
     let mut errors: Vec<Error> = results.into_iter().filter_map(Result::err).collect();
     match errors
         .iter()
@@ -140,26 +166,48 @@ enum Child {
     Service(Box<Service>),
 }
 
-async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Pod,
+    Service,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Pod => "pod",
+            Kind::Service => "service",
+        }
+    }
+}
+
+/// What a create came to: a new child, or one of ours that existed already.
+enum Made {
+    New(Kind, String),
+    Existing,
+}
+
+/// One event for what a pass did to children of one kind (docs/behaviour.md §9): none for no
+/// child, Kubeflow's `Created pod: <pod>` for one, `Created <n> pods: <names>` for more.
+async fn record_children(t: &Target<'_>, reason: &str, verb: &str, kind: Kind, names: &[String]) {
+    if names.is_empty() {
+        return;
+    }
+    let note = summary::children_note(verb, kind.word(), names);
+    record(t, KubeEventType::Normal, reason, note).await;
+}
+
+async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
     let name = pod.name_any();
     match t.pods.create(&PostParams::default(), &pod).await {
         Ok(created) => {
-            let pod = created.clone();
             t.memory
-                .with(t.job_uid, |m| m.pending.created(pod, Timestamp::now()));
-            record(
-                t,
-                KubeEventType::Normal,
-                "SuccessfulCreatePod",
-                format!("Created pod: {name}"),
-                Some(created.object_ref(&())),
-            )
-            .await;
-            Ok(())
+                .with(t.job_uid, |m| m.pending.created(created, Timestamp::now()));
+            Ok(Made::New(Kind::Pod, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
             adopt_check(t, t.pods.get_opt(&name).await.ok().flatten(), "pod", &name).await;
-            Ok(())
+            Ok(Made::Existing)
         }
         Err(source) => {
             t.memory.with(t.job_uid, |m| {
@@ -170,24 +218,14 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<(), Error> {
     }
 }
 
-async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
+async fn create_service(t: &Target<'_>, service: Service) -> Result<Made, Error> {
     let name = service.name_any();
     match t.services.create(&PostParams::default(), &service).await {
         Ok(created) => {
-            let service = created.clone();
             t.memory.with(t.job_uid, |m| {
-                m.pending.service_created(service, Timestamp::now())
+                m.pending.service_created(created, Timestamp::now())
             });
-            let note = format!("Created service: {name}");
-            record(
-                t,
-                KubeEventType::Normal,
-                "SuccessfulCreateService",
-                note,
-                Some(created.object_ref(&())),
-            )
-            .await;
-            Ok(())
+            Ok(Made::New(Kind::Service, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
             adopt_check(
@@ -197,7 +235,7 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
                 &name,
             )
             .await;
-            Ok(())
+            Ok(Made::Existing)
         }
         Err(source) => refused(t, Error::CreateService { name, source }).await,
     }
@@ -206,7 +244,7 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<(), Error> {
 /// A create the API server refused: told in a warning event (one series while the same
 /// refusal repeats: same reason and note), or, when the namespace is being deleted, not told
 /// at all (docs/behaviour.md §13): the job is left alone from then on.
-async fn refused(t: &Target<'_>, error: Error) -> Result<(), Error> {
+async fn refused(t: &Target<'_>, error: Error) -> Result<Made, Error> {
     let source = match &error {
         Error::CreatePod { source, .. } | Error::CreateService { source, .. } => source,
         _ => return Err(error),
@@ -218,7 +256,7 @@ async fn refused(t: &Target<'_>, error: Error) -> Result<(), Error> {
         });
     }
     if let Some((reason, note)) = error.create_failure() {
-        record(t, KubeEventType::Warning, reason, note, None).await;
+        record(t, KubeEventType::Warning, reason, note).await;
     }
     Err(error)
 }
@@ -243,7 +281,7 @@ async fn adopt_check<K: Resource<DynamicType = ()>>(
         let note = format!(
             "{kind} {name} already exists and is not owned by this TFJob; it is left alone"
         );
-        record(t, KubeEventType::Warning, "ChildNotOwned", note, None).await;
+        record(t, KubeEventType::Warning, "ChildNotOwned", note).await;
     }
 }
 
@@ -259,18 +297,32 @@ pub async fn delete_children(
         .map(|d| (d, true))
         .chain(services.iter().cloned().map(|d| (d, false)))
         .collect();
-    let results: Vec<Result<(), Error>> = stream::iter(children)
+    let results: Vec<Result<(Kind, String), Error>> = stream::iter(children)
         .map(|(d, pod)| async move {
             if pod {
-                delete_pod(t, &d).await
+                delete_pod(t, &d).await.map(|()| (Kind::Pod, d.name))
             } else {
-                delete_service(t, &d).await
+                delete_service(t, &d)
+                    .await
+                    .map(|()| (Kind::Service, d.name))
             }
         })
-        .buffer_unordered(CREATE_CONCURRENCY)
+        .buffered(CREATE_CONCURRENCY)
         .collect()
         .await;
-    results.into_iter().collect()
+    for (kind, reason) in [
+        (Kind::Pod, "SuccessfulDeletePod"),
+        (Kind::Service, "SuccessfulDeleteService"),
+    ] {
+        let names: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, name)| name.clone())
+            .collect();
+        record_children(t, reason, "Deleted", kind, &names).await;
+    }
+    results.into_iter().try_for_each(|r| r.map(|_| ()))
 }
 
 async fn delete_pod(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
@@ -289,8 +341,6 @@ async fn delete_pod(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
         t.memory
             .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
     }
-    let note = format!("Deleted pod: {}", d.name);
-    record(t, KubeEventType::Normal, "SuccessfulDeletePod", note, None).await;
     Ok(())
 }
 
@@ -306,15 +356,6 @@ async fn delete_service(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
             name: d.name.clone(),
         });
     }
-    let note = format!("Deleted service: {}", d.name);
-    record(
-        t,
-        KubeEventType::Normal,
-        "SuccessfulDeleteService",
-        note,
-        None,
-    )
-    .await;
     Ok(())
 }
 
@@ -352,30 +393,21 @@ pub async fn record_note(t: &Target<'_>, note: &EventNote) {
         EventType::Normal => KubeEventType::Normal,
         EventType::Warning => KubeEventType::Warning,
     };
-    record(t, type_, &note.reason, note.message.clone(), None).await;
+    record(t, type_, &note.reason, note.message.clone()).await;
 }
 
-/// Publish an event about the job; `related` names the child concerned. Failing to record an
-/// event never fails the reconcile.
-async fn record(
-    t: &Target<'_>,
-    type_: KubeEventType,
-    reason: &str,
-    note: String,
-    related: Option<ObjectReference>,
-) {
-    // The recorder folds events with the same (reason, action, related) into one series, keeping
-    // the first note; distinct occurrences (two pods exiting) must stay distinct events.
-    let action: String = match &related {
-        Some(_) => reason.to_string(),
-        None => note.chars().take(128).collect(),
-    };
+/// Publish an event about the job. Failing to record an event never fails the reconcile.
+async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: String) {
+    // The recorder folds events with the same (reason, action) into one series, keeping the
+    // first note: the note is the action, so distinct occurrences (two pods exiting) stay
+    // distinct events and a repeated one (the same refusal) is one series.
+    let action: String = note.chars().take(128).collect();
     let event = Event {
         type_,
         reason: reason.to_string(),
         note: Some(bounded(note, NOTE_LIMIT)),
         action,
-        secondary: related,
+        secondary: None,
     };
     match t.recorder.publish(&event, &t.job_ref).await {
         Ok(()) => {}

@@ -23,6 +23,7 @@ pub mod progress;
 pub mod replicas;
 pub mod restarts;
 pub mod status;
+pub mod summary;
 pub mod suspend;
 #[cfg(test)]
 pub mod testing;

@@ -492,6 +492,32 @@ impl Drop for TestCluster {
     }
 }
 
+/// The children an event note of the operator names: `Created pod: a-worker-0` → one,
+/// `Created 4 pods: a-ps-0, a-worker-0 … a-worker-2` → four (`first … last` is a run of
+/// consecutive indices).
+pub fn children_named(note: &str) -> Vec<String> {
+    let Some((_, list)) = note.split_once(": ") else {
+        return Vec::new();
+    };
+    let index = |name: &str| {
+        let (prefix, i) = name.rsplit_once('-')?;
+        Some((prefix.to_string(), i.parse::<u64>().ok()?))
+    };
+    let mut out = Vec::new();
+    for part in list.split(", ") {
+        match part
+            .split_once(" … ")
+            .and_then(|(a, b)| Some((index(a)?, index(b)?)))
+        {
+            Some(((prefix, first), (_, last))) => {
+                out.extend((first..=last).map(|i| format!("{prefix}-{i}")));
+            }
+            None => out.push(part.to_string()),
+        }
+    }
+    out
+}
+
 /// Whether the job has condition `t` with status True.
 pub fn has_condition(job: &TFJob, t: ConditionType) -> bool {
     job.status.as_ref().is_some_and(|s| {
