@@ -647,7 +647,10 @@ where
                             let _ = r.send(());
                         }
                     }
-                    Ok(watcher::Event::Init) | Err(_) => {}
+                    Ok(watcher::Event::Init) => {}
+                    // (the watcher retries at once: a failure that comes back at once would
+                    // spin this task, see `script::spawn_scripter`)
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
                 }
             }
         });

@@ -52,7 +52,14 @@ pub fn spawn_scripter(pods: Api<Pod>, scripts: Scripts) -> JoinHandle<()> {
         while let Some(event) = events.next().await {
             let pod = match event {
                 Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
-                _ => continue,
+                // The watcher retries at once: wait between failures, or a failure that comes
+                // back at once (a runtime shutting down has no I/O) spins this task forever,
+                // and the test's runtime never finishes shutting down.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+                Ok(_) => continue,
             };
             let meta = &pod.metadata;
             let held = meta
