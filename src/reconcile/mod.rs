@@ -47,7 +47,7 @@ use kube::{Client, ResourceExt};
 use self::apply::Target;
 use self::job::Job;
 use self::memory::{JobMemory, Memory};
-use self::model::Settings;
+use self::model::{Plan, Settings};
 use self::watches::Caches;
 use crate::crd::object::JobObject;
 use crate::error::Error;
@@ -128,6 +128,18 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
         apply::delete_job(shared, &job).await?;
     }
     applied.created?;
+    Ok(pass_done(shared, &job, &plan, started, now))
+}
+
+/// A pass that went through: its failures are forgotten and measured, and the job comes back
+/// when the plan asks (a deadline, a TTL), else on its next change.
+fn pass_done(
+    shared: &Shared,
+    job: &Job<'_>,
+    plan: &Plan,
+    started: Instant,
+    now: Timestamp,
+) -> Action {
     shared.memory.with(job.uid, JobMemory::succeeded);
     shared.metrics.observe_reconcile(started.elapsed());
     tracing::debug!(
@@ -136,10 +148,10 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
         deleted = plan.delete_pods.len() + plan.delete_services.len(),
         "pass done"
     );
-    Ok(match plan.requeue_at {
+    match plan.requeue_at {
         Some(at) => Action::requeue(Duration::try_from(at.duration_since(now)).unwrap_or_default()),
         None => Action::await_change(),
-    })
+    }
 }
 
 /// The planned status with the `ReplicaFailure` condition as this pass's creates left it.
