@@ -291,22 +291,13 @@ pub async fn delete_children(
     pods: &[Deletion],
     services: &[Deletion],
 ) -> Result<(), Error> {
-    let children: Vec<(Deletion, bool)> = pods
+    let children: Vec<(Kind, Deletion)> = pods
         .iter()
-        .cloned()
-        .map(|d| (d, true))
-        .chain(services.iter().cloned().map(|d| (d, false)))
+        .map(|d| (Kind::Pod, d.clone()))
+        .chain(services.iter().map(|d| (Kind::Service, d.clone())))
         .collect();
     let results: Vec<Result<(Kind, String), Error>> = stream::iter(children)
-        .map(|(d, pod)| async move {
-            if pod {
-                delete_pod(t, &d).await.map(|()| (Kind::Pod, d.name))
-            } else {
-                delete_service(t, &d)
-                    .await
-                    .map(|()| (Kind::Service, d.name))
-            }
-        })
+        .map(|(kind, d)| async move { delete_child(t, kind, &d).await.map(|()| (kind, d.name)) })
         .buffered(CREATE_CONCURRENCY)
         .collect()
         .await;
@@ -325,38 +316,28 @@ pub async fn delete_children(
     results.into_iter().try_for_each(|r| r.map(|_| ()))
 }
 
-async fn delete_pod(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
-    let deleted = delete(&t.pods, d)
-        .await
-        .map_err(|source| Error::DeletePod {
-            name: d.name.clone(),
-            source,
-        })?;
-    if let Deleted::Changed = deleted {
-        return Err(Error::ChildChanged {
-            name: d.name.clone(),
-        });
+/// Deletes one child. One that changed since the pass saw it is left for the next pass
+/// (`ChildChanged`); a pod's deletion is remembered until the cache shows it.
+async fn delete_child(t: &Target<'_>, kind: Kind, d: &Deletion) -> Result<(), Error> {
+    let deleted = match kind {
+        Kind::Pod => delete(&t.pods, d).await,
+        Kind::Service => delete(&t.services, d).await,
+    };
+    let name = d.name.clone();
+    match deleted {
+        Err(source) => Err(match kind {
+            Kind::Pod => Error::DeletePod { name, source },
+            Kind::Service => Error::DeleteService { name, source },
+        }),
+        Ok(Deleted::Changed) => Err(Error::ChildChanged { name }),
+        Ok(Deleted::Yes) => {
+            if let (Kind::Pod, Some(uid)) = (kind, &d.uid) {
+                t.memory
+                    .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
+            }
+            Ok(())
+        }
     }
-    if let Some(uid) = &d.uid {
-        t.memory
-            .with(t.job_uid, |m| m.pending.deleted(uid, Timestamp::now()));
-    }
-    Ok(())
-}
-
-async fn delete_service(t: &Target<'_>, d: &Deletion) -> Result<(), Error> {
-    let deleted = delete(&t.services, d)
-        .await
-        .map_err(|source| Error::DeleteService {
-            name: d.name.clone(),
-            source,
-        })?;
-    if let Deleted::Changed = deleted {
-        return Err(Error::ChildChanged {
-            name: d.name.clone(),
-        });
-    }
-    Ok(())
 }
 
 /// What a delete with preconditions came to.
