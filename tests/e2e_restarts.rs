@@ -262,7 +262,21 @@ async fn a_pod_deleted_from_outside_is_recreated_and_counted_as_a_restart() {
     })
     .await;
     assert_eq!(restarts(&job, ReplicaType::Worker), Some(1));
-    let running = c.until_condition("gone", ConditionType::Running).await;
+    c.until_condition("gone", ConditionType::Running).await;
+    // Running turns True once every replica has a pod again; the replacement's own start
+    // (active 1 → 2) comes after: the settled status is the one with both running.
+    let running = until(&c.jobs(), "gone", "both workers active", |j| {
+        j.filter(|j| {
+            let active = j
+                .status
+                .as_ref()
+                .and_then(|s| s.replica_statuses.get(&ReplicaType::Worker));
+            active.and_then(|r| r.active) == Some(2)
+                && support::has_condition(j, ConditionType::Running)
+        })
+        .cloned()
+    })
+    .await;
     assert_ne!(first, second);
     assert_eq!(
         c.pod_names("gone").await,
