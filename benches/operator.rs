@@ -11,6 +11,8 @@ mod creation;
 mod footprint;
 #[path = "operator/process.rs"]
 mod process;
+#[path = "operator/scale.rs"]
+mod scale;
 #[path = "operator/throughput.rs"]
 mod throughput;
 #[path = "operator/writes.rs"]
@@ -23,26 +25,68 @@ const REPS: usize = 5;
 /// Added to every request in the second throughput pair: a real API server's write latency.
 const API_LATENCY: Duration = Duration::from_millis(5);
 
+/// Sections by name; `cargo bench --bench operator -- scale` runs only those named.
+const SECTIONS: [&str; 6] = [
+    "creation",
+    "writes",
+    "footprint",
+    "throughput",
+    "scale",
+    "scale-10k",
+];
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
+    // cargo passes `--bench`; any other argument names sections.
+    let asked: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if let Some(unknown) = asked.iter().find(|a| !SECTIONS.contains(&a.as_str())) {
+        anyhow::bail!(
+            "unknown section {unknown}; sections: {}",
+            SECTIONS.join(", ")
+        );
+    }
+    let run = |section: &str| asked.is_empty() || asked.iter().any(|a| a == section);
     header();
 
-    let creation = creation::measure(REPS).await?;
-    print_creation(&creation);
-
-    let jobs = writes::measure().await?;
-    print_writes(&jobs);
-
-    let footprint = footprint::measure().await?;
-    print_footprint(&footprint);
-
-    let mut runs = Vec::new();
-    for latency in [Duration::ZERO, API_LATENCY] {
-        runs.push(throughput::measure(Some(1), latency).await?);
-        runs.push(throughput::measure(None, latency).await?);
+    if run("creation") {
+        let mut all = Vec::new();
+        for workers in creation::WORKERS {
+            all.push(creation::measure(REPS, workers).await?);
+        }
+        print_creation(&all);
     }
-    print_throughput(&runs);
+    if run("writes") {
+        print_writes(&writes::measure().await?);
+    }
+    if run("footprint") {
+        print_footprint(&footprint::measure().await?);
+    }
+    if run("throughput") {
+        let mut runs = Vec::new();
+        for latency in [Duration::ZERO, API_LATENCY] {
+            runs.push(throughput::measure(Some(1), latency).await?);
+            runs.push(throughput::measure(None, latency).await?);
+        }
+        print_throughput(&runs);
+    }
+    if run("scale") {
+        let shape = scale::Shape {
+            jobs: 1000,
+            workers: 2,
+        };
+        print_scale(&scale::measure(shape, true).await?);
+    }
+    if run("scale-10k") {
+        let shape = scale::Shape {
+            jobs: 10_000,
+            workers: 5,
+        };
+        print_scale(&scale::measure(shape, false).await?);
+    }
 
     println!(
         "\nwhole benchmark: {:.1} s",
@@ -90,15 +134,26 @@ fn min(xs: &[Duration]) -> Duration {
     xs.iter().min().copied().unwrap_or_default()
 }
 
-fn print_creation(c: &creation::Creation) {
-    let n = creation::WORKERS;
+fn print_creation(all: &[creation::Creation]) {
     println!(
-        "\n1. Creating every child of a {n}-worker job ({n} pods + {n} services), {REPS} runs"
+        "\n1. Creating every child of an N-worker job (N pods + N services), {REPS} runs each"
     );
     println!(
         "   from the TFJob create call returning to all children in the store (polled every 1 ms)"
     );
-    println!("   {:<58} {:>10} {:>10}", "", "median", "min");
+    for c in all {
+        print_one_creation(c);
+    }
+}
+
+fn print_one_creation(c: &creation::Creation) {
+    let n = c.workers;
+    println!(
+        "   {:<58} {:>10} {:>10}",
+        format!("{n} workers"),
+        "median",
+        "min"
+    );
     let op = (median(&c.operator), min(&c.operator));
     let bl = (median(&c.baseline), min(&c.baseline));
     let ev = (median(&c.with_events), min(&c.with_events));
@@ -110,28 +165,22 @@ fn print_creation(c: &creation::Creation) {
     );
     println!(
         "   {:<58} {:>7.1} ms {:>7.1} ms",
-        "minimum: plain client, same objects, 16 creates in flight",
+        "floor: plain client, same objects, 16 creates in flight",
         ms(bl.0),
         ms(bl.1)
     );
     println!(
         "   {:<58} {:>7.1} ms {:>7.1} ms",
-        "minimum with the events of docs/behaviour.md §9: + 1 event per create",
+        "Kubeflow's way for comparison: + 1 event per create",
         ms(ev.0),
         ms(ev.1)
     );
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     println!(
         "   {:<58} {:>9.2}x {:>9.2}x",
-        "ratio operator / minimum",
+        "ratio operator / floor (target <= 1.3x)",
         ratio(op.0, bl.0),
         ratio(op.1, bl.1)
-    );
-    println!(
-        "   {:<58} {:>9.2}x {:>9.2}x",
-        "ratio operator / minimum with events",
-        ratio(op.0, ev.0),
-        ratio(op.1, ev.1)
     );
     let all = |xs: &[Duration]| {
         xs.iter()
@@ -140,7 +189,7 @@ fn print_creation(c: &creation::Creation) {
             .join(" ")
     };
     println!(
-        "   runs (ms): operator {}; minimum {}; with events {}",
+        "   runs (ms): operator {}; floor {}; with events {}",
         all(&c.operator),
         all(&c.baseline),
         all(&c.with_events)
@@ -304,5 +353,81 @@ fn print_throughput(runs: &[throughput::Throughput]) {
                 serial.all_succeeded.as_secs_f64() / default.all_succeeded.as_secs_f64()
             );
         }
+    }
+}
+
+fn print_scale(s: &scale::Scale) {
+    let mib = |k: u64| k as f64 / 1024.0;
+    let pods = s.shape.pods();
+    println!(
+        "\n5. The operator binary holding {} running jobs of {} workers ({pods} pods, {pods} services)",
+        s.shape.jobs, s.shape.workers
+    );
+    println!(
+        "   {:<58} {:>8.1} MiB",
+        "idle RSS, caches synced, no jobs",
+        mib(s.idle_kib)
+    );
+    println!(
+        "   {:<58} {:>8.1} MiB",
+        "RSS with every job running, operator quiet",
+        mib(s.loaded_kib)
+    );
+    println!("   {:<58} {:>8.1} MiB", "peak RSS (VmHWM)", mib(s.peak_kib));
+    println!(
+        "   {:<58} {:>8.2} KiB  (target <= 5 KiB)",
+        "RSS per pod (with its job share and service), above idle",
+        s.loaded_kib.saturating_sub(s.idle_kib) as f64 / pods as f64
+    );
+    println!(
+        "   {:<58} {:>8.1} s",
+        "time to create every child",
+        s.fill.as_secs_f64()
+    );
+    let r = &s.resync;
+    println!(
+        "   full resync (history compacted, every watch dropped): {} passes in {:.2} s wall, {:.2} s CPU (target < 2 s), {} writes (target 0)",
+        r.reconciles,
+        r.wall.as_secs_f64(),
+        r.cpu.as_secs_f64(),
+        r.writes
+    );
+    println!(
+        "   no-op reconciles per CPU second: {:.0}",
+        r.reconciles as f64 / r.cpu.as_secs_f64().max(1e-3)
+    );
+    if let Some(b) = &s.big {
+        println!(
+            "\n6. A {}-worker job created beside them, a 1-worker job submitted during its creates",
+            scale::BIG
+        );
+        println!(
+            "   {:<58} {:>8.0} ms",
+            "its children, operator",
+            ms(b.children)
+        );
+        println!(
+            "   {:<58} {:>8.0} ms",
+            "floor: plain client, same objects, same cluster",
+            ms(b.floor)
+        );
+        println!(
+            "   {:<58} {:>8.2}x  (target <= 1.5x)",
+            "ratio operator / floor",
+            b.children.as_secs_f64() / b.floor.as_secs_f64()
+        );
+        println!(
+            "   {:<58} {:>8.0} ms  (target <= 1000 ms; {} of the big job's pods stored when it was posted)",
+            "the 1-worker job's children",
+            ms(b.small_children),
+            b.big_progress_at_small
+        );
+        println!(
+            "   RSS before the big job {:.1} MiB, with it {:.1} MiB, after its deletion {:.1} MiB ({:+.1}%, target within 10%)",
+            mib(b.before_kib),
+            mib(b.with_big_kib),
+            mib(b.after_kib),
+            (b.after_kib as f64 / b.before_kib as f64 - 1.0) * 100.0
+        );
     }
 }

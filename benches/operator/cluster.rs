@@ -102,7 +102,17 @@ impl Cluster {
     }
 
     pub fn child_count(&self, plural: &str, ns: &str, job: &str) -> usize {
-        self.children(plural, ns, job).len()
+        self.count(plural, ns, |o| {
+            o["metadata"]["labels"][JOB_NAME_LABEL].as_str() == Some(job)
+        })
+    }
+
+    /// Stored objects (`pods`, `services`) in `ns` for which `keep` holds, without copying them.
+    pub fn count(&self, plural: &str, ns: &str, keep: impl Fn(&Value) -> bool) -> usize {
+        let Some(rt) = self.sim.store().lookup("", "v1", plural) else {
+            return 0;
+        };
+        self.sim.store().list(&rt, Some(ns), keep).0.len()
     }
 
     /// Whether the stored job has condition `Succeeded=True`.

@@ -1,5 +1,5 @@
-//! Benchmark 1: time to create every child of a 100-worker job, the operator against a plain
-//! client creating the operator's exact objects with the operator's concurrency. I/O.
+//! Benchmark 1: time to create every child of a 100- and a 500-worker job, the operator against
+//! a plain client creating the operator's exact objects with the operator's concurrency. I/O.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +15,8 @@ use tfjob_operator::reconcile::desired;
 
 use super::cluster::{Cluster, InProcess, LONG_RUN, job};
 
-pub const WORKERS: i32 = 100;
+/// Job sizes measured.
+pub const WORKERS: [i32; 2] = [100, 500];
 /// The operator watches only this namespace; the baseline writes into the other one, where
 /// its TFJob exists (so the children's owner references are valid) but nobody reconciles it.
 const OPERATOR_NS: &str = "bench-op";
@@ -26,62 +27,87 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// Times of each repetition: the operator, the bare creates, and the creates each followed
 /// by its event (docs/behaviour.md §9 asks for one per created child), as the operator does them.
 pub struct Creation {
+    pub workers: i32,
     pub operator: Vec<Duration>,
     pub baseline: Vec<Duration>,
     pub with_events: Vec<Duration>,
 }
 
-pub async fn measure(reps: usize) -> anyhow::Result<Creation> {
+pub async fn measure(reps: usize, workers: i32) -> anyhow::Result<Creation> {
     let cluster = Cluster::start().await?;
     cluster.namespace(OPERATOR_NS).await?;
     cluster.namespace(BASELINE_NS).await?;
     let operator = InProcess::start(&cluster, &["--namespace", OPERATOR_NS]).await?;
     let mut out = Creation {
+        workers,
         operator: Vec::new(),
         baseline: Vec::new(),
         with_events: Vec::new(),
     };
     for rep in 0..reps {
         // Alternate, so drift in machine load hits both sides alike.
-        out.operator.push(by_operator(&cluster, rep).await?);
-        out.baseline.push(by_client(&cluster, rep, false).await?);
-        out.with_events.push(by_client(&cluster, rep, true).await?);
+        let op = format!("op-{rep}");
+        out.operator
+            .push(by_operator(&cluster, OPERATOR_NS, &op, workers).await?);
+        let bl = format!("bl-{rep}");
+        out.baseline
+            .push(by_client(&cluster, BASELINE_NS, &bl, workers, false).await?);
+        let ev = format!("ev-{rep}");
+        out.with_events
+            .push(by_client(&cluster, BASELINE_NS, &ev, workers, true).await?);
     }
     operator.stop().await;
     Ok(out)
 }
 
-/// From the TFJob create call returning to all 200 children stored.
-async fn by_operator(cluster: &Cluster, rep: usize) -> anyhow::Result<Duration> {
-    let name = format!("op-{rep}");
+/// From the TFJob create call returning to all its children stored (`ns` is watched by the
+/// operator).
+pub async fn by_operator(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    workers: i32,
+) -> anyhow::Result<Duration> {
     cluster
-        .create_job(OPERATOR_NS, job(&name, &[("Worker", WORKERS, LONG_RUN)]))
+        .create_job(ns, job(name, &[("Worker", workers, LONG_RUN)]))
         .await?;
     let start = Instant::now();
-    let took = until_all_children(cluster, OPERATOR_NS, &name, start).await?;
-    remove(cluster, OPERATOR_NS, &name).await?;
+    let took = until_all_children(cluster, ns, name, workers, start).await?;
+    remove(cluster, ns, name).await?;
     Ok(took)
 }
 
 /// The minimum possible: the same objects, created by a client that does nothing else
-/// (and, with `events`, records the same event after each create).
-async fn by_client(cluster: &Cluster, rep: usize, events: bool) -> anyhow::Result<Duration> {
-    let name = format!("{}-{rep}", if events { "ev" } else { "bl" });
+/// (and, with `events`, records the same event after each create), in `ns`, which no
+/// operator watches.
+pub async fn by_client(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    workers: i32,
+    events: bool,
+) -> anyhow::Result<Duration> {
     let mut tfjob = cluster
-        .create_job(BASELINE_NS, job(&name, &[("Worker", WORKERS, LONG_RUN)]))
+        .create_job(ns, job(name, &[("Worker", workers, LONG_RUN)]))
         .await?;
     tfjob.spec = with_defaults(&tfjob.spec);
     let start = Instant::now();
-    create_children(cluster, &tfjob, events).await?;
-    let took = until_all_children(cluster, BASELINE_NS, &name, start).await?;
-    remove(cluster, BASELINE_NS, &name).await?;
+    create_children(cluster, ns, &tfjob, workers, events).await?;
+    let took = until_all_children(cluster, ns, name, workers, start).await?;
+    remove(cluster, ns, name).await?;
     Ok(took)
 }
 
 /// Pods then services, `CREATE_CONCURRENCY` children in flight, as `apply` does.
-async fn create_children(cluster: &Cluster, tfjob: &TFJob, events: bool) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), BASELINE_NS);
-    let services: Api<Service> = Api::namespaced(cluster.client.clone(), BASELINE_NS);
+async fn create_children(
+    cluster: &Cluster,
+    ns: &str,
+    tfjob: &TFJob,
+    workers: i32,
+    events: bool,
+) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), ns);
+    let services: Api<Service> = Api::namespaced(cluster.client.clone(), ns);
     let pp = PostParams::default();
     let reporter = Reporter {
         controller: "tfjob-bench".into(),
@@ -89,10 +115,10 @@ async fn create_children(cluster: &Cluster, tfjob: &TFJob, events: bool) -> anyh
     };
     let recorder = Recorder::new(cluster.client.clone(), reporter);
     let job_ref = tfjob.object_ref(&());
-    let creates = (0..WORKERS)
+    let creates = (0..workers)
         .map(|i| Child::Pod(Box::new(desired::pod(tfjob, ReplicaType::Worker, i, None))))
         .chain(
-            (0..WORKERS)
+            (0..workers)
                 .map(|i| Child::Service(Box::new(desired::service(tfjob, ReplicaType::Worker, i)))),
         )
         .map(|child| {
@@ -140,9 +166,10 @@ async fn until_all_children(
     cluster: &Cluster,
     ns: &str,
     name: &str,
+    workers: i32,
     start: Instant,
 ) -> anyhow::Result<Duration> {
-    let n = WORKERS as usize;
+    let n = workers as usize;
     let what = format!("all children of {ns}/{name}");
     cluster
         .until(&what, start, POLL, TIMEOUT, |c| {
@@ -153,7 +180,7 @@ async fn until_all_children(
 
 /// Delete the job and wait until garbage collection removed its children, so the next
 /// repetition starts from an empty namespace.
-async fn remove(cluster: &Cluster, ns: &str, name: &str) -> anyhow::Result<()> {
+pub async fn remove(cluster: &Cluster, ns: &str, name: &str) -> anyhow::Result<()> {
     cluster
         .jobs(ns)
         .delete(name, &DeleteParams::background())

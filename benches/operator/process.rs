@@ -19,14 +19,20 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// `tfjob-operator run` with `flags`, pointed at `cluster` by `KUBECONFIG`, endpoints off.
+    /// `tfjob-operator run` with `flags`, pointed at `cluster` by `KUBECONFIG`, endpoints off
+    /// unless `flags` sets them.
     pub fn spawn(cluster: &Cluster, flags: &[&str]) -> anyhow::Result<Self> {
         let port = cluster.sim.addr().port();
         let kubeconfig = std::env::temp_dir().join(format!("tfjob-bench-{port}.kubeconfig"));
         cluster.sim.write_kubeconfig(&kubeconfig)?;
-        let child = Command::new(BINARY)
-            .args(["run", "--metrics-bind-address", "0"])
-            .args(["--health-probe-bind-address", "0"])
+        let mut command = Command::new(BINARY);
+        command.arg("run");
+        for endpoint in ["--metrics-bind-address", "--health-probe-bind-address"] {
+            if !flags.contains(&endpoint) {
+                command.args([endpoint, "0"]);
+            }
+        }
+        let child = command
             .args(flags)
             .env("KUBECONFIG", &kubeconfig)
             .env_remove("KUBEFLOW_NAMESPACE")

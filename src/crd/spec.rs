@@ -137,25 +137,27 @@ impl fmt::Display for ReplicaType {
 /// to report, so a bad key never makes the whole object unreadable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplicaSpecs {
-    pub specs: BTreeMap<ReplicaType, ReplicaSpec>,
+    /// Boxed: a B-tree node holds room for 11 values, and a `ReplicaSpec` is ~2 KiB inline
+    /// (its pod template), so every cached job carried a ~20 KiB node for 1 to 4 specs.
+    pub specs: BTreeMap<ReplicaType, Box<ReplicaSpec>>,
     /// Keys as written that could not be placed (unknown type or duplicate type).
     pub rejected_keys: Vec<String>,
 }
 
 impl ReplicaSpecs {
     pub fn get(&self, t: ReplicaType) -> Option<&ReplicaSpec> {
-        self.specs.get(&t)
+        self.specs.get(&t).map(|s| &**s)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (ReplicaType, &ReplicaSpec)> {
-        self.specs.iter().map(|(t, s)| (*t, s))
+        self.specs.iter().map(|(t, s)| (*t, &**s))
     }
 }
 
 impl FromIterator<(ReplicaType, ReplicaSpec)> for ReplicaSpecs {
     fn from_iter<I: IntoIterator<Item = (ReplicaType, ReplicaSpec)>>(iter: I) -> Self {
         Self {
-            specs: iter.into_iter().collect(),
+            specs: iter.into_iter().map(|(t, s)| (t, Box::new(s))).collect(),
             rejected_keys: Vec::new(),
         }
     }
@@ -176,7 +178,7 @@ impl<'de> Deserialize<'de> for ReplicaSpecs {
         for (key, spec) in raw {
             match ReplicaType::parse(&key) {
                 Some(t) if !out.specs.contains_key(&t) => {
-                    out.specs.insert(t, spec);
+                    out.specs.insert(t, Box::new(spec));
                 }
                 _ => out.rejected_keys.push(key),
             }

@@ -202,7 +202,7 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
     match t.pods.create(&PostParams::default(), &pod).await {
         Ok(created) => {
             t.memory
-                .with(t.job_uid, |m| m.pending.created(created, Timestamp::now()));
+                .with(t.job_uid, |m| m.pending.created(&created, Timestamp::now()));
             Ok(Made::New(Kind::Pod, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
@@ -223,7 +223,7 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<Made, Error>
     match t.services.create(&PostParams::default(), &service).await {
         Ok(created) => {
             t.memory.with(t.job_uid, |m| {
-                m.pending.service_created(created, Timestamp::now())
+                m.pending.service_created(&created, Timestamp::now())
             });
             Ok(Made::New(Kind::Service, name))
         }

@@ -13,46 +13,61 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
 
+use super::cached::{CachedPod, CachedService};
+
 /// After this long an unmet expectation is dropped: the cache is trusted again.
 pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
 
 /// One job's pending writes.
 #[derive(Default, Debug)]
 pub struct Pending {
-    /// Pods we created, by name, with what the API server returned.
-    created: BTreeMap<String, (Pod, Timestamp)>,
+    /// Pods we created, by name, as the cache would keep what the API server returned.
+    created: BTreeMap<String, (CachedPod, Timestamp)>,
     /// Pods we deleted, by uid.
     deleted: BTreeMap<String, Timestamp>,
     /// Pods whose create failed, by name, until a pod of that name shows up.
     failed_creates: BTreeMap<String, Timestamp>,
     /// Services we created, by name.
-    created_services: BTreeMap<String, (Service, Timestamp)>,
+    created_services: BTreeMap<String, (CachedService, Timestamp)>,
 }
 
-/// `cached` plus the objects we created that it lacks; created objects it now has, or whose
-/// expectation expired, are forgotten.
-fn lay_over<K: Resource + Clone>(
-    created: &mut BTreeMap<String, (K, Timestamp)>,
+/// `cached` plus the objects we created that it lacks (made whole by `full`); created objects
+/// it now has, or whose expectation expired, are forgotten.
+fn lay_over<K: Resource, C>(
+    created: &mut BTreeMap<String, (C, Timestamp)>,
     mut cached: Vec<K>,
     now: Timestamp,
+    full: impl Fn(&C) -> K,
 ) -> Vec<K> {
     created.retain(|name, (_, at)| {
         !cached.iter().any(|o| o.meta().name.as_ref() == Some(name)) && *at + EXPECTATION_TTL > now
     });
-    cached.extend(created.values().map(|(o, _)| o.clone()));
+    cached.extend(created.values().map(|(o, _)| full(o)));
+    release_if_empty(created);
     cached
 }
 
+/// An emptied map still holds its root node (tens of KiB with `Pod` values): every job would
+/// keep one for good. Give it back.
+fn release_if_empty<V>(map: &mut BTreeMap<String, V>) {
+    if map.is_empty() {
+        *map = BTreeMap::new();
+    }
+}
+
 impl Pending {
-    pub fn created(&mut self, pod: Pod, now: Timestamp) {
+    /// Remembers a pod we created, as the cache would keep it (the API server's answer
+    /// carries the whole spec; a big job's TF_CONFIG alone is tens of KiB per pod).
+    pub fn created(&mut self, pod: &Pod, now: Timestamp) {
         if let Some(name) = pod.metadata.name.clone() {
-            self.created.insert(name, (pod, now));
+            self.created.insert(name, (CachedPod::of(pod), now));
         }
     }
 
-    pub fn service_created(&mut self, service: Service, now: Timestamp) {
+    pub fn service_created(&mut self, service: &Service, now: Timestamp) {
         if let Some(name) = service.metadata.name.clone() {
-            self.created_services.insert(name, (service, now));
+            self.created_services
+                .insert(name, (CachedService::of(service), now));
         }
     }
 
@@ -68,7 +83,12 @@ impl Pending {
 
     /// The cached services plus those we created that the cache does not show yet.
     pub fn overlay_services(&mut self, services: Vec<Service>, now: Timestamp) -> Vec<Service> {
-        lay_over(&mut self.created_services, services, now)
+        lay_over(
+            &mut self.created_services,
+            services,
+            now,
+            CachedService::to_service,
+        )
     }
 
     /// Pods whose create failed and that have not existed since: their absence is no deletion.
@@ -79,6 +99,7 @@ impl Pending {
                 .any(|pod| pod.metadata.name.as_ref() == Some(name))
                 && *at + EXPECTATION_TTL > now
         });
+        release_if_empty(&mut self.failed_creates);
         self.failed_creates.keys().cloned().collect()
     }
 
@@ -92,6 +113,7 @@ impl Pending {
             });
             still_live && *at + EXPECTATION_TTL > now
         });
+        release_if_empty(&mut self.deleted);
         for pod in pods.iter_mut() {
             let deleted_at = pod
                 .metadata
@@ -102,7 +124,7 @@ impl Pending {
                 pod.metadata.deletion_timestamp = Some(Time(*at));
             }
         }
-        lay_over(&mut self.created, pods, now)
+        lay_over(&mut self.created, pods, now, CachedPod::to_pod)
     }
 }
 
@@ -140,7 +162,7 @@ mod tests {
     #[test]
     fn a_created_pod_missing_from_the_cache_is_shown_until_the_cache_has_it() {
         let mut e = Pending::default();
-        e.created(pod("j-worker-0", "u1"), t(0));
+        e.created(&pod("j-worker-0", "u1"), t(0));
         assert_eq!(
             names(&e.overlay(vec![], t(1))),
             [("j-worker-0".to_string(), false)]
@@ -167,7 +189,7 @@ mod tests {
     #[test]
     fn expectations_expire() {
         let mut e = Pending::default();
-        e.created(pod("j-worker-0", "u1"), t(0));
+        e.created(&pod("j-worker-0", "u1"), t(0));
         e.deleted("u9", t(0));
         let later = t(61);
         assert!(e.overlay(vec![], later).is_empty());
@@ -200,7 +222,7 @@ mod tests {
             },
             ..Default::default()
         };
-        e.service_created(svc("j-worker-0"), t(0));
+        e.service_created(&svc("j-worker-0"), t(0));
         assert_eq!(e.overlay_services(vec![], t(1)).len(), 1);
         assert_eq!(e.overlay_services(vec![svc("j-worker-0")], t(2)).len(), 1);
         assert!(

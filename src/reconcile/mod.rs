@@ -6,6 +6,7 @@
 //! reads), `apply` and `status` (API writes), `watches` (the watches feeding the controller).
 
 pub mod apply;
+pub mod cached;
 pub mod children;
 pub mod conditions;
 pub mod counts;
@@ -38,13 +39,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
 use self::apply::Target;
+use self::cached::{CachedPod, CachedService, ChildCache};
 use self::job::Job;
 use self::memory::{JobMemory, Memory};
 use self::model::{Plan, Settings};
@@ -69,8 +70,8 @@ pub struct Shared {
 pub struct Context {
     pub shared: Arc<Shared>,
     pub jobs: Store<JobObject>,
-    pub pods: Store<Pod>,
-    pub services: Store<Service>,
+    pub pods: ChildCache<CachedPod>,
+    pub services: ChildCache<CachedService>,
     pub caches: Caches,
     /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
     /// own limit picks the next job from a hash set: when saturated, some jobs waited over

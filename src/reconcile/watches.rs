@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt, stream};
-use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -21,8 +20,8 @@ use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use kube::{Api, Resource};
 use tokio::sync::watch;
 
+use super::cached::{CachedPod, CachedService, ChildCache};
 use super::labels::{LABEL_OPERATOR_NAME, OPERATOR_NAME};
-use super::observe::{trim_pod, trim_service};
 use super::triggers::{Change, Tracker};
 use super::{Context, Shared, error_policy, reconcile};
 use crate::crd::TFJob;
@@ -42,7 +41,7 @@ pub async fn run_scope(
     on_ready: impl FnOnce() + Send + 'static,
 ) {
     let client = shared.client.clone();
-    let (jobs_api, pods_api, services_api): (Api<JobObject>, Api<Pod>, Api<Service>) =
+    let (jobs_api, pods_api, services_api): (Api<JobObject>, Api<CachedPod>, Api<CachedService>) =
         match &namespace {
             Some(ns) => (
                 Api::namespaced(client.clone(), ns),
@@ -55,21 +54,14 @@ pub async fn run_scope(
                 Api::all(client),
             ),
         };
-    // Only our children are cached, trimmed to what the planner reads.
+    // Only our children are cached, read into what the planner needs (`cached`).
     let ours = watcher::Config::default().labels(&format!("{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"));
-    let (pods, pod_writer) = reflector::store();
-    let (services, service_writer) = reflector::store();
+    let (pods, services) = (ChildCache::default(), ChildCache::default());
     let (jobs, job_writer) = reflector::store();
     let (pods_synced, pod_sync) = watch::channel(false);
     let (services_synced, service_sync) = watch::channel(false);
-    let pod_events = watch_api(pods_api, ours.clone())
-        .default_backoff()
-        .modify(trim_pod)
-        .reflect(pod_writer);
-    let service_events = watch_api(services_api, ours)
-        .default_backoff()
-        .modify(trim_service)
-        .reflect(service_writer);
+    let pod_events = watch_api(pods_api, ours.clone()).default_backoff();
+    let service_events = watch_api(services_api, ours).default_backoff();
     // Each child watch runs on its own task (decoding a busy watch is real work, which then
     // runs beside the reconciles) and hands the jobs to wake to the controller over a channel.
     // Dropping the set when this scope ends stops them.
@@ -159,10 +151,11 @@ impl Caches {
     }
 }
 
-/// The jobs to wake for a child watch's events, reporting the cache's sync state on the way.
+/// Applies a child watch's events to its cache and yields the jobs to wake, reporting the
+/// cache's sync state on the way.
 fn owners_to_wake<K>(
     events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
-    cache: Store<K>,
+    cache: ChildCache<K>,
     synced: watch::Sender<bool>,
     lists: prometheus_client::metrics::counter::Counter,
 ) -> impl Stream<Item = ObjectRef<JobObject>> + Send + 'static
@@ -174,9 +167,10 @@ where
         let mut owners = Vec::new();
         match event {
             Ok(event) => {
+                cache.apply(&event);
                 let state = tracker.on_event(
                     &event,
-                    || cache.state(),
+                    || cache.all(),
                     |child: &K, change| {
                         tracing::trace!(
                             child = child.meta().name.as_deref(),
@@ -244,6 +238,7 @@ fn controller_ref(meta: &ObjectMeta) -> Option<ObjectRef<JobObject>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn child(name: &str, job: &str, phase: &str) -> Pod {
@@ -288,21 +283,16 @@ mod tests {
             tx.unbounded_send(Ok(event)).unwrap();
         }
         drop(tx);
-        let (cache, writer) = reflector::store::<Pod>();
+        let cache = ChildCache::<Pod>::default();
         let (synced, sync) = watch::channel(false);
-        let woken: Vec<String> = owners_to_wake(
-            rx.reflect(writer),
-            cache.clone(),
-            synced,
-            Default::default(),
-        )
-        .map(|job| job.name)
-        .collect()
-        .await;
+        let woken: Vec<String> = owners_to_wake(rx, cache.clone(), synced, Default::default())
+            .map(|job| job.name)
+            .collect()
+            .await;
         assert_eq!(woken, ["a", "a", "a", "b"]);
         assert!(*sync.borrow(), "the list completed");
         let names: Vec<_> = cache
-            .state()
+            .all()
             .iter()
             .map(|p| p.metadata.name.clone())
             .collect();
@@ -313,10 +303,9 @@ mod tests {
     #[tokio::test]
     async fn a_child_missing_from_a_relist_wakes_its_job_and_the_cache_is_unsynced_meanwhile() {
         let (tx, rx) = futures::channel::mpsc::unbounded();
-        let (cache, writer) = reflector::store::<Pod>();
+        let cache = ChildCache::<Pod>::default();
         let (synced, sync) = watch::channel(false);
-        let mut woken =
-            owners_to_wake(rx.reflect(writer), cache, synced, Default::default()).boxed();
+        let mut woken = owners_to_wake(rx, cache, synced, Default::default()).boxed();
         let send = |e: Event<Pod>| tx.unbounded_send(Ok(e)).unwrap();
         send(Event::Init);
         send(Event::InitApply(child("a-worker-0", "a", "Running")));
