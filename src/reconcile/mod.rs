@@ -13,6 +13,7 @@ pub mod desired;
 pub mod events;
 pub mod expectations;
 pub mod finish;
+pub mod gang;
 pub mod job;
 pub mod labels;
 pub mod memory;
@@ -72,6 +73,8 @@ pub struct Context {
     pub pods: Store<Pod>,
     pub services: Store<Service>,
     pub caches: Caches,
+    /// The PodGroups of the scope, when gang scheduling is on.
+    pub podgroups: Option<gang::cache::GroupCache>,
     /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
     /// own limit picks the next job from a hash set: when saturated, some jobs waited over
     /// 10 s while others were served at once.)
@@ -90,6 +93,9 @@ impl Context {
 #[tracing::instrument(skip_all, fields(job = %object.name_any(), namespace = object.namespace().unwrap_or_default()))]
 pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.caches.synced().await?;
+    if let Some(podgroups) = &ctx.podgroups {
+        podgroups.synced().await?;
+    }
     let (Ok(_turn), Some(object)) = (ctx.turns.acquire().await, ctx.latest(&object)) else {
         return Ok(Action::await_change());
     };
