@@ -188,6 +188,54 @@ mod tests {
     }
 
     #[test]
+    fn new_pods_join_the_gang_and_a_foreign_podgroup_is_reported_once_per_pass() {
+        let j = job();
+        let gang = Gang::SchedulerPlugins {
+            scheduler_name: "sp".into(),
+        };
+        let mut pods = vec![crate::reconcile::desired::pod(
+            &j,
+            crate::crd::ReplicaType::Worker,
+            3,
+            None,
+        )];
+        let mut foreign = group("Running");
+        if let Some(g) = foreign.group.as_mut() {
+            g.controller_uid = Some("someone-else".into());
+        }
+        let d = decide(&j, Some(&gang), &foreign, state(200, true), &mut pods);
+        assert_eq!(d.action, GroupAction::None, "left alone");
+        assert_eq!(
+            d.events,
+            [EventNote::warning(
+                "ChildNotOwned",
+                "PodGroup dist already exists and is not owned by this TFJob; it is left alone"
+                    .into()
+            )]
+        );
+        let pod = &pods[0];
+        assert_eq!(
+            pod.metadata.labels.as_ref().unwrap()[pods::LABEL_POD_GROUP],
+            "dist"
+        );
+        assert_eq!(
+            pod.spec.as_ref().unwrap().scheduler_name.as_deref(),
+            Some("sp")
+        );
+    }
+
+    #[test]
+    fn a_suspended_or_finished_job_s_podgroup_goes_and_its_pods_are_not_touched() {
+        let absent = JobState {
+            wants_no_group: true,
+            ..state(200, false)
+        };
+        let d = decide(&job(), Some(&Gang::Volcano), &group("Inqueue"), absent, &mut []);
+        assert!(matches!(d.action, GroupAction::Delete(ref del) if del.name == "dist"));
+        assert!(d.events.is_empty(), "no waiting note for a job that wants no gang");
+    }
+
+    #[test]
     fn gang_off_decides_nothing() {
         let d = decide(&job(), None, &group("Pending"), state(200, false), &mut []);
         assert_eq!(d, GangDecision::default());
