@@ -8,8 +8,8 @@
 
 mod support;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::{TestCluster, annotate, eventually, job, settle, until};
@@ -76,7 +76,12 @@ fn resources(spec: &mut Value, t: &str, resources: Value) {
     spec["spec"]["tfReplicaSpecs"][t]["template"]["spec"]["containers"][0]["resources"] = resources;
 }
 
-async fn until_group(api: &Api<DynamicObject>, name: &str, what: &str, check: impl Fn(&DynamicObject) -> bool) -> DynamicObject {
+async fn until_group(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&DynamicObject) -> bool,
+) -> DynamicObject {
     until(api, name, what, |g| g.filter(|g| check(g)).cloned()).await
 }
 
@@ -91,8 +96,16 @@ async fn a_job_gets_its_podgroup_first_owned_by_it_and_its_pods_join_it() {
     install_crd(&c, PLUGINS_CRD).await;
     c.start_operator_with(&["--gang-scheduler-name", "scheduler-plugins"]);
     let mut spec = job("go", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
-    resources(&mut spec, "PS", json!({"requests": {"cpu": "500m", "memory": "1Gi"}}));
-    resources(&mut spec, "Worker", json!({"requests": {"cpu": "1", "memory": "2Gi"}}));
+    resources(
+        &mut spec,
+        "PS",
+        json!({"requests": {"cpu": "500m", "memory": "1Gi"}}),
+    );
+    resources(
+        &mut spec,
+        "Worker",
+        json!({"requests": {"cpu": "1", "memory": "2Gi"}}),
+    );
     annotate(&mut spec, "PS", RUN, "3600");
     annotate(&mut spec, "Worker", RUN, "2");
     spec["spec"]["runPolicy"] = json!({"schedulingPolicy": {"scheduleTimeoutSeconds": 60}});
@@ -107,27 +120,51 @@ async fn a_job_gets_its_podgroup_first_owned_by_it_and_its_pods_join_it() {
     assert_eq!(owners.len(), 1, "{owners:?}");
     let owner = &owners[0];
     assert_eq!(
-        (owner.kind.as_str(), owner.name.as_str(), owner.controller, owner.block_owner_deletion),
+        (
+            owner.kind.as_str(),
+            owner.name.as_str(),
+            owner.controller,
+            owner.block_owner_deletion
+        ),
         ("TFJob", "go", Some(true), Some(true))
     );
     assert_eq!(Some(&owner.uid), created.metadata.uid.as_ref());
 
-    c.until_pods_are("go", &["go-ps-0", "go-worker-0", "go-worker-1"]).await;
-    let group_created = group.metadata.creation_timestamp.clone().expect("created").0;
+    c.until_pods_are("go", &["go-ps-0", "go-worker-0", "go-worker-1"])
+        .await;
+    let group_created = group
+        .metadata
+        .creation_timestamp
+        .clone()
+        .expect("created")
+        .0;
     for name in ["go-ps-0", "go-worker-0", "go-worker-1"] {
         let pod: Pod = c.pods().get(name).await.expect("pod");
         let labels = pod.metadata.labels.clone().unwrap_or_default();
-        assert_eq!(labels.get("scheduling.x-k8s.io/pod-group").map(String::as_str), Some("go"), "{name}");
+        assert_eq!(
+            labels
+                .get("scheduling.x-k8s.io/pod-group")
+                .map(String::as_str),
+            Some("go"),
+            "{name}"
+        );
         let spec = pod.spec.as_ref().expect("spec");
-        assert_eq!(spec.scheduler_name.as_deref(), Some("scheduler-plugins-scheduler"), "{name}");
+        assert_eq!(
+            spec.scheduler_name.as_deref(),
+            Some("scheduler-plugins-scheduler"),
+            "{name}"
+        );
         let pod_created = pod.metadata.creation_timestamp.clone().expect("created").0;
         assert!(pod_created >= group_created, "{name} before its PodGroup");
     }
-    c.until_event("go", "SuccessfulCreatePodGroup", "Created PodGroup: go").await;
+    c.until_event("go", "SuccessfulCreatePodGroup", "Created PodGroup: go")
+        .await;
 
     c.until_condition("go", ConditionType::Succeeded).await;
-    c.until_gone(&groups, "go", "the PodGroup of a finished job").await;
-    c.until_event("go", "SuccessfulDeletePodGroup", "Deleted PodGroup: go").await;
+    c.until_gone(&groups, "go", "the PodGroup of a finished job")
+        .await;
+    c.until_event("go", "SuccessfulDeletePodGroup", "Deleted PodGroup: go")
+        .await;
 }
 
 /// Scale and minAvailable changes update the PodGroup; suspending deletes it with the pods,
@@ -146,32 +183,67 @@ async fn the_podgroup_follows_scale_and_min_available_goes_on_suspend_and_with_t
     c.create(spec).await;
     let groups = podgroups(&c, &plugins());
     let spec_is = |want: Value| move |g: &DynamicObject| g.data["spec"] == want;
-    let first = until_group(&groups, "gf", "minMember 2", spec_is(json!({"minMember": 2, "minResources": {"cpu": "2"}}))).await;
-    c.until_pods_are("gf", &["gf-worker-0", "gf-worker-1"]).await;
+    let first = until_group(
+        &groups,
+        "gf",
+        "minMember 2",
+        spec_is(json!({"minMember": 2, "minResources": {"cpu": "2"}})),
+    )
+    .await;
+    c.until_pods_are("gf", &["gf-worker-0", "gf-worker-1"])
+        .await;
 
     let scale = json!({"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 4}}}});
     c.merge_patch_job("gf", scale).await;
-    until_group(&groups, "gf", "minMember 4 after scaling", spec_is(json!({"minMember": 4, "minResources": {"cpu": "4"}}))).await;
-    c.until_event("gf", "SuccessfulUpdatePodGroup", "Updated PodGroup: gf").await;
+    until_group(
+        &groups,
+        "gf",
+        "minMember 4 after scaling",
+        spec_is(json!({"minMember": 4, "minResources": {"cpu": "4"}})),
+    )
+    .await;
+    c.until_event("gf", "SuccessfulUpdatePodGroup", "Updated PodGroup: gf")
+        .await;
     let min = json!({"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 3}}}});
     c.merge_patch_job("gf", min).await;
-    until_group(&groups, "gf", "minMember 3 from minAvailable", spec_is(json!({"minMember": 3, "minResources": {"cpu": "3"}}))).await;
+    until_group(
+        &groups,
+        "gf",
+        "minMember 3 from minAvailable",
+        spec_is(json!({"minMember": 3, "minResources": {"cpu": "3"}})),
+    )
+    .await;
 
-    c.merge_patch_job("gf", json!({"spec": {"runPolicy": {"suspend": true}}})).await;
+    c.merge_patch_job("gf", json!({"spec": {"runPolicy": {"suspend": true}}}))
+        .await;
     c.until_condition("gf", ConditionType::Suspended).await;
-    c.until_gone(&groups, "gf", "the PodGroup of a suspended job").await;
+    c.until_gone(&groups, "gf", "the PodGroup of a suspended job")
+        .await;
     c.until_pods_are("gf", &[]).await;
 
-    c.merge_patch_job("gf", json!({"spec": {"runPolicy": {"suspend": false}}})).await;
+    c.merge_patch_job("gf", json!({"spec": {"runPolicy": {"suspend": false}}}))
+        .await;
     let again = until_group(&groups, "gf", "the PodGroup again on resume", |g| {
         g.metadata.uid != first.metadata.uid && g.metadata.deletion_timestamp.is_none()
     })
     .await;
     assert_eq!(again.data["spec"]["minMember"], 3);
-    c.until_pods_are("gf", &["gf-worker-0", "gf-worker-1", "gf-worker-2", "gf-worker-3"]).await;
+    c.until_pods_are(
+        "gf",
+        &["gf-worker-0", "gf-worker-1", "gf-worker-2", "gf-worker-3"],
+    )
+    .await;
 
-    c.jobs().delete("gf", &DeleteParams::background()).await.expect("deleting the job");
-    c.until_gone(&groups, "gf", "the PodGroup of a deleted job (garbage collection)").await;
+    c.jobs()
+        .delete("gf", &DeleteParams::background())
+        .await
+        .expect("deleting the job");
+    c.until_gone(
+        &groups,
+        "gf",
+        "the PodGroup of a deleted job (garbage collection)",
+    )
+    .await;
 }
 
 /// Without the PodGroup CRD the job says so (one Warning event series, a `ReplicaFailure`
@@ -185,20 +257,33 @@ async fn without_the_podgroup_crd_the_job_says_so_waits_quietly_and_goes_on_once
         );
         return;
     }
-    c.start_operator_with(&["--gang-scheduler-name", "volcano", "--max-error-backoff", "1"]);
+    c.start_operator_with(&[
+        "--gang-scheduler-name",
+        "volcano",
+        "--max-error-backoff",
+        "1",
+    ]);
     let mut spec = job("gm", &[("Worker", 2, "Never")]);
     annotate(&mut spec, "Worker", RUN, "2");
     c.create(spec).await;
     let want = "Error creating PodGroup gm: the CRD podgroups.scheduling.volcano.sh is not installed; \
                 the job's pods wait for it (install the gang scheduler's PodGroup CRD, or run the \
                 operator without --gang-scheduler-name)";
-    until(&c.jobs(), "gm", "ReplicaFailure naming the missing CRD", |j| {
-        let (reason, message) = support::reason_and_message(j?, ConditionType::ReplicaFailure)?;
-        (reason == "FailedCreatePodGroup" && message == want).then_some(())
-    })
+    until(
+        &c.jobs(),
+        "gm",
+        "ReplicaFailure naming the missing CRD",
+        |j| {
+            let (reason, message) = support::reason_and_message(j?, ConditionType::ReplicaFailure)?;
+            (reason == "FailedCreatePodGroup" && message == want).then_some(())
+        },
+    )
     .await;
     c.until_event("gm", "FailedCreatePodGroup", want).await;
-    assert!(c.pod_names("gm").await.is_empty(), "no pod without its PodGroup");
+    assert!(
+        c.pod_names("gm").await.is_empty(),
+        "no pod without its PodGroup"
+    );
 
     // Retried with backoff (at most 1 s here): a few passes, no writes but the event series.
     let mark = c.mark();
@@ -206,16 +291,28 @@ async fn without_the_podgroup_crd_the_job_says_so_waits_quietly_and_goes_on_once
     let requests = c.operator_requests_since(&mark);
     assert!(requests.writes() <= 4, "{requests:?}");
     let events = c.events_about("gm").await;
-    let warnings = events.iter().filter(|e| e.reason.as_deref() == Some("FailedCreatePodGroup"));
-    assert_eq!(warnings.count(), 1, "one event (series) about the missing CRD");
+    let warnings = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedCreatePodGroup"));
+    assert_eq!(
+        warnings.count(),
+        1,
+        "one event (series) about the missing CRD"
+    );
     assert!(c.pod_names("gm").await.is_empty());
 
     install_crd(&c, VOLCANO_CRD).await;
     let groups = podgroups(&c, &Gang::Volcano);
-    until_group(&groups, "gm", "the PodGroup once the CRD is there", |_| true).await;
+    until_group(&groups, "gm", "the PodGroup once the CRD is there", |_| {
+        true
+    })
+    .await;
     c.until_condition("gm", ConditionType::Succeeded).await;
     let done = c.jobs().get("gm").await.expect("job");
-    assert!(support::condition(&done, ConditionType::ReplicaFailure).is_none(), "cleared");
+    assert!(
+        support::condition(&done, ConditionType::ReplicaFailure).is_none(),
+        "cleared"
+    );
 }
 
 /// A Volcano PodGroup as Volcano's own CRD takes it (the real tier installs Volcano v1.10.0's;
@@ -231,7 +328,11 @@ async fn a_volcano_podgroup_is_accepted_by_volcano_s_crd_with_the_expected_field
     install_crd(&c, VOLCANO_CRD).await;
     c.start_operator_with(&["--gang-scheduler-name", "volcano"]);
     let mut spec = job("vc", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
-    resources(&mut spec, "PS", json!({"requests": {"cpu": "500m", "memory": "1Gi"}}));
+    resources(
+        &mut spec,
+        "PS",
+        json!({"requests": {"cpu": "500m", "memory": "1Gi"}}),
+    );
     resources(
         &mut spec,
         "Worker",
@@ -243,7 +344,10 @@ async fn a_volcano_podgroup_is_accepted_by_volcano_s_crd_with_the_expected_field
     c.create(spec).await;
     let groups = podgroups(&c, &Gang::Volcano);
     let group = until_group(&groups, "vc", "the Volcano PodGroup", |_| true).await;
-    assert_eq!(group.types.as_ref().map(|t| t.api_version.as_str()), Some("scheduling.volcano.sh/v1beta1"));
+    assert_eq!(
+        group.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("scheduling.volcano.sh/v1beta1")
+    );
     assert_eq!(
         group.data["spec"],
         json!({
@@ -254,16 +358,41 @@ async fn a_volcano_podgroup_is_accepted_by_volcano_s_crd_with_the_expected_field
         }),
         "the PS and one worker, kept as written by Volcano's schema"
     );
-    c.until_pods_are("vc", &["vc-ps-0", "vc-worker-0", "vc-worker-1"]).await;
+    c.until_pods_are("vc", &["vc-ps-0", "vc-worker-0", "vc-worker-1"])
+        .await;
     let pod: Pod = c.pods().get("vc-worker-1").await.expect("pod");
     let annotations = pod.metadata.annotations.clone().unwrap_or_default();
-    assert_eq!(annotations.get("scheduling.k8s.io/group-name").map(String::as_str), Some("vc"));
-    assert_eq!(annotations.get("scheduling.volcano.sh/queue-name").map(String::as_str), Some("research"));
-    assert_eq!(annotations.get("volcano.sh/task-spec").map(String::as_str), Some("worker"));
-    assert_eq!(pod.spec.and_then(|s| s.scheduler_name).as_deref(), Some("volcano"));
+    assert_eq!(
+        annotations
+            .get("scheduling.k8s.io/group-name")
+            .map(String::as_str),
+        Some("vc")
+    );
+    assert_eq!(
+        annotations
+            .get("scheduling.volcano.sh/queue-name")
+            .map(String::as_str),
+        Some("research")
+    );
+    assert_eq!(
+        annotations.get("volcano.sh/task-spec").map(String::as_str),
+        Some("worker")
+    );
+    assert_eq!(
+        pod.spec.and_then(|s| s.scheduler_name).as_deref(),
+        Some("volcano")
+    );
 
-    c.jobs().delete("vc", &DeleteParams::background()).await.expect("deleting the job");
-    c.until_gone(&groups, "vc", "the PodGroup of a deleted job (garbage collection)").await;
+    c.jobs()
+        .delete("vc", &DeleteParams::background())
+        .await
+        .expect("deleting the job");
+    c.until_gone(
+        &groups,
+        "vc",
+        "the PodGroup of a deleted job (garbage collection)",
+    )
+    .await;
 }
 
 /// Nodes a test added; removed when it ends, however it ends.
@@ -293,7 +422,8 @@ fn node_command(args: &[&str]) -> Result<(), String> {
 
 /// The pods of job `job` that have a node.
 async fn bound(c: &TestCluster, job: &str) -> Vec<String> {
-    let lp = kube::api::ListParams::default().labels(&format!("training.kubeflow.org/job-name={job}"));
+    let lp =
+        kube::api::ListParams::default().labels(&format!("training.kubeflow.org/job-name={job}"));
     let pods = c.pods().list(&lp).await.expect("listing pods").items;
     pods.into_iter()
         .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
@@ -322,8 +452,10 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
         nodes.0.push(name.clone());
         let label = format!("{key}={ns}");
         let taint = format!("{key}={ns}:NoSchedule");
-        node_command(&["add", &name, "--cpu", cpu, "--label", &label, "--taint", &taint])
-            .unwrap_or_else(|e| panic!("node add {name}: {e}"));
+        node_command(&[
+            "add", &name, "--cpu", cpu, "--label", &label, "--taint", &taint,
+        ])
+        .unwrap_or_else(|e| panic!("node add {name}: {e}"));
     };
     add(&mut nodes, "a", "3");
     c.start_operator_with(&["--gang-scheduler-name", "scheduler-plugins"]);
@@ -332,9 +464,15 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
     annotate(&mut spec, "Worker", RUN, "2");
     let template = &mut spec["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"];
     template["nodeSelector"] = json!({key: ns});
-    template["tolerations"] = json!([{"key": key, "operator": "Equal", "value": ns, "effect": "NoSchedule"}]);
+    template["tolerations"] =
+        json!([{"key": key, "operator": "Equal", "value": ns, "effect": "NoSchedule"}]);
     c.create(spec).await;
-    let names = ["fit-worker-0", "fit-worker-1", "fit-worker-2", "fit-worker-3"];
+    let names = [
+        "fit-worker-0",
+        "fit-worker-1",
+        "fit-worker-2",
+        "fit-worker-3",
+    ];
     c.until_pods_are("fit", &names).await;
 
     // The scheduler has tried: the pod that found no room is marked Unschedulable.
@@ -342,13 +480,22 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
         let pods = c.pods().list(&Default::default()).await.ok()?.items;
         pods.iter()
             .flat_map(|p| p.status.iter().flat_map(|s| s.conditions.iter().flatten()))
-            .any(|cond| cond.type_ == "PodScheduled" && cond.reason.as_deref() == Some("Unschedulable"))
+            .any(|cond| {
+                cond.type_ == "PodScheduled" && cond.reason.as_deref() == Some("Unschedulable")
+            })
             .then_some(())
     })
     .await;
-    assert_eq!(bound(&c, "fit").await, Vec::<String>::new(), "3 of 4 fit: none bound");
+    assert_eq!(
+        bound(&c, "fit").await,
+        Vec::<String>::new(),
+        "3 of 4 fit: none bound"
+    );
     let pod: Pod = c.pods().get("fit-worker-0").await.expect("pod");
-    assert_eq!(pod.spec.and_then(|s| s.scheduler_name).as_deref(), Some("scheduler-plugins-scheduler"));
+    assert_eq!(
+        pod.spec.and_then(|s| s.scheduler_name).as_deref(),
+        Some("scheduler-plugins-scheduler")
+    );
 
     // The job tells of its waiting gang, naming the PodGroup and its phase.
     let waiting = eventually("the GangWaiting event", || async {
@@ -359,10 +506,15 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
     })
     .await;
     assert!(
-        waiting.1.starts_with("PodGroup fit is Scheduling: ") || waiting.1.starts_with("PodGroup fit is Pending: "),
+        waiting.1.starts_with("PodGroup fit is Scheduling: ")
+            || waiting.1.starts_with("PodGroup fit is Pending: "),
         "{waiting:?}"
     );
-    assert_eq!(bound(&c, "fit").await, Vec::<String>::new(), "still none bound");
+    assert_eq!(
+        bound(&c, "fit").await,
+        Vec::<String>::new(),
+        "still none bound"
+    );
     let job_now = c.jobs().get("fit").await.expect("job");
     assert!(!support::has_condition(&job_now, ConditionType::Running));
 

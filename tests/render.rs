@@ -317,13 +317,22 @@ fn binary_render_with_a_gang_scheduler_shows_the_podgroup_first() {
             "scheduling.x-k8s.io/v1alpha1",
             "gangs",
         ),
-        (vec!["my-coscheduler"], "scheduling.x-k8s.io/v1alpha1", "my-coscheduler"),
+        (
+            vec!["my-coscheduler"],
+            "scheduling.x-k8s.io/v1alpha1",
+            "my-coscheduler",
+        ),
     ];
     for (flags, api_version, scheduler) in cases {
         let mut cmd = bin();
-        cmd.args(["render", "-", "--gang-scheduler-name"]).args(&flags);
+        cmd.args(["render", "-", "--gang-scheduler-name"])
+            .args(&flags);
         let out = run_with_stdin(cmd, SMOKE);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let docs = docs(&String::from_utf8(out.stdout).unwrap());
         let group = &docs[0];
         assert_eq!(group["kind"], "PodGroup", "{flags:?}");
@@ -339,7 +348,11 @@ fn binary_render_with_a_gang_scheduler_shows_the_podgroup_first() {
                 &pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"],
                 &pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"],
             );
-            let group_of = if scheduler == "volcano" { annotation } else { label };
+            let group_of = if scheduler == "volcano" {
+                annotation
+            } else {
+                label
+            };
             assert_eq!(group_of, "tf-smoke-gpu", "{flags:?}");
         }
     }
@@ -348,7 +361,10 @@ fn binary_render_with_a_gang_scheduler_shows_the_podgroup_first() {
 #[test]
 fn render_without_a_gang_scheduler_has_no_podgroup() {
     let out = render(SMOKE, None).unwrap();
-    assert!(!out.contains("PodGroup") && !out.contains("schedulerName"), "{out}");
+    assert!(
+        !out.contains("PodGroup") && !out.contains("schedulerName"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -256,7 +256,10 @@ fn cluster_role_grants_only_what_the_operator_calls() {
         ("services", vec!["get", "list", "watch", "create", "delete"]),
         ("events", vec!["create", "patch"]),
         // Gang scheduling: Volcano's and scheduler-plugins' PodGroups, PriorityClass values.
-        ("podgroups", vec!["list", "watch", "create", "patch", "delete"]),
+        (
+            "podgroups",
+            vec!["list", "watch", "create", "patch", "delete"],
+        ),
         ("priorityclasses", vec!["list", "watch"]),
     ];
     assert_eq!(grants.len(), expected.len(), "{grants:?}");

@@ -65,14 +65,20 @@ pub async fn apply(t: &Target<'_>, action: &GroupAction) -> Result<(), Error> {
     }
 }
 
-async fn create(t: &Target<'_>, api: &kube::Api<DynamicObject>, group: &Value) -> Result<(), Error> {
-    let name = group["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    let object: DynamicObject = serde_json::from_value(group.clone()).map_err(|source| {
-        Error::Serialize {
+async fn create(
+    t: &Target<'_>,
+    api: &kube::Api<DynamicObject>,
+    group: &Value,
+) -> Result<(), Error> {
+    let name = group["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let object: DynamicObject =
+        serde_json::from_value(group.clone()).map_err(|source| Error::Serialize {
             what: "PodGroup",
             source,
-        }
-    })?;
+        })?;
     match api.create(&PostParams::default(), &object).await {
         Ok(_) => {
             let note = format!("Created PodGroup: {name}");

@@ -15,8 +15,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::utils::Backoff;
+use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use kube::{Client, Resource};
 use tokio::sync::watch;
@@ -76,14 +76,17 @@ impl GroupCache {
             .reflect(writer);
         let group_watch = tokio::spawn(follow(events, groups.clone(), state_tx, wake));
         let (priorities, priority_writer) = reflector::store();
-        let priority_events = watch_api(Api::<PriorityClass>::all(client.clone()), Default::default())
-            .default_backoff()
-            .reflect(priority_writer)
-            .for_each(|e| async move {
-                if let Err(e) = e {
-                    tracing::debug!(error = %e, "PriorityClass watch");
-                }
-            });
+        let priority_events = watch_api(
+            Api::<PriorityClass>::all(client.clone()),
+            Default::default(),
+        )
+        .default_backoff()
+        .reflect(priority_writer)
+        .for_each(|e| async move {
+            if let Err(e) = e {
+                tracing::debug!(error = %e, "PriorityClass watch");
+            }
+        });
         let priority_watch = tokio::spawn(priority_events);
         Some(GroupCache {
             gang,
@@ -99,8 +102,7 @@ impl GroupCache {
     /// soon) after a bounded wait, so a pass never creates a PodGroup it could not see.
     pub async fn synced(&self) -> Result<(), Error> {
         let mut state = self.state.clone();
-        match tokio::time::timeout(SYNC_WAIT, state.wait_for(|s| *s != CacheState::Syncing)).await
-        {
+        match tokio::time::timeout(SYNC_WAIT, state.wait_for(|s| *s != CacheState::Syncing)).await {
             Ok(Ok(_)) => Ok(()),
             _ => Err(Error::CachesNotSynced),
         }
@@ -203,7 +205,9 @@ async fn follow(
             Ok(event) => event,
             Err(e) => {
                 if is_not_found(&e) && *state.borrow() != CacheState::Missing {
-                    tracing::warn!("the PodGroup resource is not served: is its CRD installed? Gang-scheduled jobs wait for it");
+                    tracing::warn!(
+                        "the PodGroup resource is not served: is its CRD installed? Gang-scheduled jobs wait for it"
+                    );
                     state.send_replace(CacheState::Missing);
                 } else {
                     tracing::debug!(error = %e, "PodGroup watch");

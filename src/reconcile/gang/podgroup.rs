@@ -117,7 +117,7 @@ pub fn min_resources(
                     ..amount
                 };
                 let sum = sums.entry(name.clone()).or_insert(Amount::ZERO);
-                *sum = sum.add(per_pod);
+                *sum = sum.plus(per_pod);
             }
         }
     }
@@ -161,7 +161,11 @@ pub fn desired(
     match gang {
         Gang::Volcano => {
             set(&mut spec, "queue", nonempty(policy.queue));
-            set(&mut spec, "priorityClassName", nonempty(policy.priority_class));
+            set(
+                &mut spec,
+                "priorityClassName",
+                nonempty(policy.priority_class),
+            );
         }
         Gang::SchedulerPlugins { .. } => {
             let timeout = policy.schedule_timeout_seconds.map(|s| json!(s));

@@ -13,7 +13,8 @@ fn job(run_policy: Value, specs: Value) -> TFJob {
 /// A replica of `n` pods whose one container has these resources (and a second container
 /// requesting 100m CPU when `sidecar`).
 fn replica(n: i32, resources: Value, priority_class: Option<&str>) -> Value {
-    let mut spec = json!({"containers": [{"name": "tensorflow", "image": "tf", "resources": resources}]});
+    let mut spec =
+        json!({"containers": [{"name": "tensorflow", "image": "tf", "resources": resources}]});
     if let Some(pc) = priority_class {
         spec["priorityClassName"] = json!(pc);
     }
@@ -35,7 +36,10 @@ fn ready(group: Option<ObservedGroup>) -> GroupView {
 }
 
 fn resources(job: &TFJob, priorities: &[(&str, i32)]) -> Vec<(String, String)> {
-    let priorities = priorities.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let priorities = priorities
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
     min_resources(job, min_member(job), &priorities)
         .into_iter()
         .map(|(k, q)| (k, q.0))
@@ -56,7 +60,11 @@ fn min_member_is_min_available_else_every_replica() {
         "Worker": replica(3, json!({}), None),
         "Chief": {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
     });
-    assert_eq!(min_member(&job(json!({}), specs.clone())), 5, "1 + 3 + the default 1");
+    assert_eq!(
+        min_member(&job(json!({}), specs.clone())),
+        5,
+        "1 + 3 + the default 1"
+    );
     let policy = json!({"schedulingPolicy": {"minAvailable": 2}});
     assert_eq!(min_member(&job(policy, specs)), 2);
 }
@@ -141,7 +149,11 @@ fn the_scheduler_plugins_podgroup() {
     assert_eq!(pg["metadata"]["namespace"], "ns");
     let owner = &pg["metadata"]["ownerReferences"][0];
     assert_eq!(
-        (owner["kind"].as_str(), owner["uid"].as_str(), owner["controller"].as_bool()),
+        (
+            owner["kind"].as_str(),
+            owner["uid"].as_str(),
+            owner["controller"].as_bool()
+        ),
         (Some("TFJob"), Some("u1"), Some(true))
     );
     assert_eq!(
@@ -167,17 +179,29 @@ fn the_volcano_podgroup() {
 #[test]
 fn a_min_available_no_gang_can_meet_is_refused_naming_the_field() {
     let specs = json!({"Worker": replica(2, json!({}), None)});
-    for (min, words) in [(0, "at least 1 member"), (3, "more than the job's 2 replicas")] {
+    for (min, words) in [
+        (0, "at least 1 member"),
+        (3, "more than the job's 2 replicas"),
+    ] {
         let policy = json!({"schedulingPolicy": {"minAvailable": min}});
-        let err = desired(&job(policy.clone(), specs.clone()), &Gang::Volcano, &BTreeMap::new())
-            .unwrap_err();
+        let err = desired(
+            &job(policy.clone(), specs.clone()),
+            &Gang::Volcano,
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
         assert!(
             err.starts_with(&format!(
                 "spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: {min}: "
             )) && err.contains(words),
             "{err}"
         );
-        let action = decide(&job(policy, specs.clone()), Some(&Gang::Volcano), &ready(None), Want::Present);
+        let action = decide(
+            &job(policy, specs.clone()),
+            Some(&Gang::Volcano),
+            &ready(None),
+            Want::Present,
+        );
         assert!(matches!(&action, GroupAction::Invalid(e) if *e == err));
         assert!(!action.allows_pods());
     }
@@ -201,12 +225,25 @@ fn decisions() {
     let specs = json!({"Worker": replica(4, json!({"requests": {"cpu": "1"}}), None)});
     let j = job(json!({}), specs);
     let gang = plugins();
-    let in_sync = observed(&j, &gang, json!({"minMember": 4, "minResources": {"cpu": "4000m"}}));
+    let in_sync = observed(
+        &j,
+        &gang,
+        json!({"minMember": 4, "minResources": {"cpu": "4000m"}}),
+    );
     let present = |view: &GroupView| decide(&j, Some(&gang), view, Want::Present);
 
-    assert_eq!(decide(&j, None, &ready(None), Want::Present), GroupAction::None);
-    assert!(matches!(present(&ready(None)), GroupAction::Create(pg) if pg["spec"]["minMember"] == 4));
-    assert_eq!(present(&ready(Some(in_sync.clone()))), GroupAction::None, "1 CPU × 4 = 4000m");
+    assert_eq!(
+        decide(&j, None, &ready(None), Want::Present),
+        GroupAction::None
+    );
+    assert!(
+        matches!(present(&ready(None)), GroupAction::Create(pg) if pg["spec"]["minMember"] == 4)
+    );
+    assert_eq!(
+        present(&ready(Some(in_sync.clone()))),
+        GroupAction::None,
+        "1 CPU × 4 = 4000m"
+    );
     let missing = GroupView {
         cache: CacheState::Missing,
         ..ready(None)
@@ -232,7 +269,11 @@ fn decisions() {
         spec: json!({"minMember": 1}),
         ..in_sync.clone()
     };
-    assert_eq!(present(&ready(Some(foreign.clone()))), GroupAction::None, "left alone");
+    assert_eq!(
+        present(&ready(Some(foreign.clone()))),
+        GroupAction::None,
+        "left alone"
+    );
 
     // Suspended or finished: ours goes; someone else's stays.
     let absent = |view: &GroupView| decide(&j, Some(&gang), view, Want::Absent);
@@ -271,7 +312,11 @@ fn a_changed_spec_is_patched_field_by_field() {
     let policy = json!({"schedulingPolicy": {"minAvailable": 2, "queue": "research"}});
     let specs = json!({"Worker": replica(6, json!({}), None)});
     let j = job(policy, specs);
-    let old = observed(&j, &gang, json!({"minMember": 6, "minResources": {"cpu": "6"}, "queue": "research"}));
+    let old = observed(
+        &j,
+        &gang,
+        json!({"minMember": 6, "minResources": {"cpu": "6"}, "queue": "research"}),
+    );
     let action = decide(&j, Some(&gang), &ready(Some(old)), Want::Present);
     assert_eq!(
         action,

@@ -21,7 +21,11 @@ pub const ANNOTATION_TASK_SPEC: &str = "volcano.sh/task-spec";
 pub fn decorate(pod: &mut Pod, gang: &Gang, job: &TFJob, t: ReplicaType) {
     let group = job.metadata.name.clone().unwrap_or_default();
     if let Some(spec) = pod.spec.as_mut()
-        && spec.scheduler_name.as_deref().unwrap_or_default().is_empty()
+        && spec
+            .scheduler_name
+            .as_deref()
+            .unwrap_or_default()
+            .is_empty()
     {
         spec.scheduler_name = Some(gang.scheduler_name().to_string());
     }
@@ -35,10 +39,7 @@ pub fn decorate(pod: &mut Pod, gang: &Gang, job: &TFJob, t: ReplicaType) {
         Gang::Volcano => {
             let annotations = meta.annotations.get_or_insert_with(Default::default);
             annotations.insert(ANNOTATION_GROUP_NAME.to_string(), group);
-            annotations.insert(
-                ANNOTATION_TASK_SPEC.to_string(),
-                t.as_str().to_lowercase(),
-            );
+            annotations.insert(ANNOTATION_TASK_SPEC.to_string(), t.as_str().to_lowercase());
             let queue = job
                 .spec
                 .run_policy

@@ -67,7 +67,7 @@ impl Amount {
         })
     }
 
-    pub fn add(self, other: Amount) -> Amount {
+    pub fn plus(self, other: Amount) -> Amount {
         Amount {
             nanos: self.nanos.saturating_add(other.nanos),
             binary: self.binary || other.binary,
@@ -84,7 +84,14 @@ impl Amount {
         let n = self.nanos;
         if self.binary && n != 0 && n % NANO == 0 {
             let units = n / NANO;
-            for (shift, suffix) in [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")] {
+            for (shift, suffix) in [
+                (60, "Ei"),
+                (50, "Pi"),
+                (40, "Ti"),
+                (30, "Gi"),
+                (20, "Mi"),
+                (10, "Ki"),
+            ] {
                 if units % (1i128 << shift) == 0 {
                     return format!("{}{suffix}", units >> shift);
                 }
@@ -140,7 +147,7 @@ mod tests {
         items
             .iter()
             .map(|s| Amount::parse(s).unwrap_or_else(|| panic!("{s} parses")))
-            .fold(Amount::ZERO, Amount::add)
+            .fold(Amount::ZERO, Amount::plus)
             .to_quantity()
             .0
     }

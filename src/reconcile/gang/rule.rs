@@ -79,7 +79,9 @@ pub fn decide(
             gang.scheduler_name(),
             t = t.as_str()
         );
-        decision.events.push(EventNote::warning(REASON_OTHER_SCHEDULER, message));
+        decision
+            .events
+            .push(EventNote::warning(REASON_OTHER_SCHEDULER, message));
     }
     let uid = job.metadata.uid.as_deref();
     if let Some(g) = &group.group {
@@ -88,9 +90,17 @@ pub fn decide(
                 "PodGroup {} already exists and is not owned by this TFJob; it is left alone",
                 g.name
             );
-            decision.events.push(EventNote::warning("ChildNotOwned", message));
+            decision
+                .events
+                .push(EventNote::warning("ChildNotOwned", message));
         }
-        waiting(g, state, new_pods.is_empty(), &mut decision, podgroup::min_member(job));
+        waiting(
+            g,
+            state,
+            new_pods.is_empty(),
+            &mut decision,
+            podgroup::min_member(job),
+        );
     }
     decision
 }
@@ -110,7 +120,9 @@ fn waiting(
     if state.running || !all_pods_exist || !WAITING_PHASES.contains(&phase) {
         return;
     }
-    let due = created.saturating_add(WAIT_REPORTED_AFTER).unwrap_or(created);
+    let due = created
+        .saturating_add(WAIT_REPORTED_AFTER)
+        .unwrap_or(created);
     if state.now < due {
         decision.requeue_at = Some(due);
         return;
@@ -120,7 +132,9 @@ fn waiting(
          only together ({min_member} at least)",
         g.name
     );
-    decision.events.push(EventNote::normal(REASON_WAITING, message));
+    decision
+        .events
+        .push(EventNote::normal(REASON_WAITING, message));
 }
 
 #[cfg(test)]
@@ -170,20 +184,47 @@ mod tests {
     #[test]
     fn a_gang_still_waiting_after_a_while_is_reported_naming_its_podgroup_and_phase() {
         let gang = Gang::Volcano;
-        let early = decide(&job(), Some(&gang), &group("Inqueue"), state(105, false), &mut []);
+        let early = decide(
+            &job(),
+            Some(&gang),
+            &group("Inqueue"),
+            state(105, false),
+            &mut [],
+        );
         assert!(early.events.is_empty());
-        assert_eq!(early.requeue_at, Some(at(110)), "looks again when it is due");
-        let late = decide(&job(), Some(&gang), &group("Inqueue"), state(110, false), &mut []);
+        assert_eq!(
+            early.requeue_at,
+            Some(at(110)),
+            "looks again when it is due"
+        );
+        let late = decide(
+            &job(),
+            Some(&gang),
+            &group("Inqueue"),
+            state(110, false),
+            &mut [],
+        );
         assert_eq!(late.events.len(), 1);
         assert_eq!(late.events[0].reason, REASON_WAITING);
         assert!(
-            late.events[0].message.starts_with("PodGroup dist is Inqueue: "),
+            late.events[0]
+                .message
+                .starts_with("PodGroup dist is Inqueue: "),
             "{}",
             late.events[0].message
         );
         for (phase, running) in [("Running", false), ("Scheduling", true)] {
-            let d = decide(&job(), Some(&gang), &group(phase), state(200, running), &mut []);
-            assert!(d.events.is_empty() && d.requeue_at.is_none(), "{phase} {running}");
+            let d = decide(
+                &job(),
+                Some(&gang),
+                &group(phase),
+                state(200, running),
+                &mut [],
+            );
+            assert!(
+                d.events.is_empty() && d.requeue_at.is_none(),
+                "{phase} {running}"
+            );
         }
     }
 
@@ -230,9 +271,18 @@ mod tests {
             wants_no_group: true,
             ..state(200, false)
         };
-        let d = decide(&job(), Some(&Gang::Volcano), &group("Inqueue"), absent, &mut []);
+        let d = decide(
+            &job(),
+            Some(&Gang::Volcano),
+            &group("Inqueue"),
+            absent,
+            &mut [],
+        );
         assert!(matches!(d.action, GroupAction::Delete(ref del) if del.name == "dist"));
-        assert!(d.events.is_empty(), "no waiting note for a job that wants no gang");
+        assert!(
+            d.events.is_empty(),
+            "no waiting note for a job that wants no gang"
+        );
     }
 
     #[test]
