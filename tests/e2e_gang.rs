@@ -525,3 +525,70 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
     .await;
     c.until_condition("fit", ConditionType::Succeeded).await;
 }
+
+/// A gang that waits says so, naming its PodGroup and phase, and its deadline still fails
+/// it; the finished job's PodGroup goes. On the simulator nothing places gangs, so the test
+/// plays scheduler-plugins' PodGroup controller (phase `Scheduling`) and keeps the pods in
+/// `ContainerCreating`; the real tier's gang waits for want of room, as above.
+#[tokio::test]
+async fn a_waiting_gang_is_reported_and_its_active_deadline_still_fires() {
+    let mut c = TestCluster::without_operator("gang-deadline").await;
+    if skipped_without_gang(&c, "gang-deadline") {
+        return;
+    }
+    install_crd(&c, PLUGINS_CRD).await;
+    let key = "testcluster.tfjob.dev/gang";
+    let ns = c.namespace.clone();
+    let mut nodes = Nodes(Vec::new());
+    if c.real.is_some() {
+        let name = format!("{ns}-a");
+        nodes.0.push(name.clone());
+        let (label, taint) = (format!("{key}={ns}"), format!("{key}={ns}:NoSchedule"));
+        node_command(&[
+            "add", &name, "--cpu", "1", "--label", &label, "--taint", &taint,
+        ])
+        .unwrap_or_else(|e| panic!("node add {name}: {e}"));
+    }
+    c.start_operator_with(&["--gang-scheduler-name", "scheduler-plugins"]);
+    let mut spec = job("gw", &[("Worker", 2, "Never")]);
+    resources(&mut spec, "Worker", json!({"requests": {"cpu": "1"}}));
+    annotate(&mut spec, "Worker", "sim.tfjob.dev/start-seconds", "3600");
+    let template = &mut spec["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"];
+    template["nodeSelector"] = json!({key: ns});
+    template["tolerations"] =
+        json!([{"key": key, "operator": "Equal", "value": ns, "effect": "NoSchedule"}]);
+    spec["spec"]["runPolicy"] = json!({"activeDeadlineSeconds": 14});
+    c.create(spec).await;
+    let groups = podgroups(&c, &plugins());
+    until_group(&groups, "gw", "the PodGroup", |_| true).await;
+    c.until_pods_are("gw", &["gw-worker-0", "gw-worker-1"])
+        .await;
+    if c.simulated() {
+        let phase = json!({"status": {"phase": "Scheduling"}});
+        groups
+            .patch_status("gw", &Default::default(), &kube::api::Patch::Merge(&phase))
+            .await
+            .expect("PodGroup status");
+    }
+    c.until_event(
+        "gw",
+        "GangWaiting",
+        "PodGroup gw is Scheduling: the gang scheduler has not placed the job's pods, which \
+         start only together (2 at least)",
+    )
+    .await;
+    let failed = c.until_condition("gw", ConditionType::Failed).await;
+    assert_eq!(
+        support::reason_and_message(&failed, ConditionType::Failed).map(|(_, m)| m),
+        Some("Job gw has failed because it was active longer than specified deadline".into())
+    );
+    assert!(
+        !support::has_condition(&failed, ConditionType::Running),
+        "never ran"
+    );
+    if c.real.is_some() {
+        assert_eq!(bound(&c, "gw").await, Vec::<String>::new(), "none bound");
+    }
+    c.until_gone(&groups, "gw", "the PodGroup of the failed job")
+        .await;
+}
