@@ -252,3 +252,73 @@ fn owner(group: &DynamicObject) -> Option<ObjectRef<JobObject>> {
     })?;
     Some(ObjectRef::new(&owner.name).within(meta.namespace.as_deref()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+    use serde_json::json;
+
+    fn group(name: &str, owner: Option<&str>) -> DynamicObject {
+        let owners = owner.map(|job| {
+            json!([{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": job,
+                    "uid": "u", "controller": true}])
+        });
+        serde_json::from_value(json!({
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ns", "ownerReferences": owners},
+            "spec": {"minMember": 2}, "status": {"phase": "Scheduling"}
+        }))
+        .unwrap()
+    }
+
+    fn not_found() -> watcher::Error {
+        let mut status = Status::failure(
+            "the server could not find the requested resource",
+            "NotFound",
+        );
+        status.code = 404;
+        watcher::Error::InitialListFailed(kube::Error::Api(Box::new(status)))
+    }
+
+    /// The CRD missing, then installed: the state says so, and PodGroup events wake the
+    /// TFJob that controls them (and no other).
+    #[tokio::test]
+    async fn a_missing_crd_is_reported_then_its_podgroups_wake_their_jobs() {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let (wake, woken) = futures::channel::mpsc::unbounded();
+        let resource = Gang::Volcano.api_resource();
+        let writer = reflector::store::Writer::new(resource);
+        let cache = writer.as_reader();
+        let (state_tx, mut state) = watch::channel(CacheState::Syncing);
+        let task = tokio::spawn(follow(rx.reflect(writer), cache.clone(), state_tx, wake));
+        tx.unbounded_send(Err(not_found())).unwrap();
+        state.wait_for(|s| *s == CacheState::Missing).await.unwrap();
+        for event in [
+            Event::Init,
+            Event::InitApply(group("a", Some("a"))),
+            Event::InitApply(group("foreign", None)),
+            Event::InitDone,
+            Event::Delete(group("a", Some("a"))),
+        ] {
+            tx.unbounded_send(Ok(event)).unwrap();
+        }
+        drop(tx);
+        task.await.unwrap();
+        assert_eq!(*state.borrow(), CacheState::Ready);
+        // (the task is over: its sender is gone, so the stream ends)
+        let jobs: Vec<String> = woken.map(|job| job.name).collect().await;
+        assert_eq!(jobs, ["a", "a"], "listed, then deleted");
+        let names: Vec<_> = cache
+            .state()
+            .iter()
+            .map(|g| g.metadata.name.clone())
+            .collect();
+        assert_eq!(names, [Some("foreign".to_string())]);
+        let seen = observed(&group("a", Some("a")));
+        assert_eq!(
+            (seen.phase.as_deref(), seen.controller_uid.as_deref()),
+            (Some("Scheduling"), Some("u"))
+        );
+    }
+}

@@ -2,12 +2,13 @@
 //! PodGroup of its name, owned by it, created before its pods and kept in step with its
 //! spec, and its pods name the gang scheduler and the group.
 //!
-//! Pure: the setting (`Gang`), the desired PodGroup and the decision about it (`podgroup`),
+//! Pure: the setting (`Gang`), the desired PodGroup and the decision about it (`podgroup`, `diff`),
 //! the pods' decoration (`pods`), quantities (`quantity`), the rule of a pass (`rule`). I/O: the PodGroup and
 //! PriorityClass caches (`cache`) and the PodGroup writes (`apply`).
 
 pub mod apply;
 pub mod cache;
+pub mod diff;
 pub mod podgroup;
 pub mod pods;
 pub mod quantity;
