@@ -4,6 +4,7 @@
 //! Pure: naming and labels, TF_CONFIG, desired children, the decision core (`plan` and its
 //! rules, over the vocabulary of `model`), and the per-job `memory`. I/O: `observe` (cache
 //! reads), `apply` and `status` (API writes), `watches` (the watches feeding the controller).
+//! `gang`: gang scheduling's PodGroup (its rule pure, its cache and writes I/O).
 
 pub mod apply;
 pub mod children;
