@@ -13,6 +13,18 @@ pub enum Error {
     DeletePod { name: String, source: kube::Error },
     #[error("deleting service {name}: {}", api_words(.source))]
     DeleteService { name: String, source: kube::Error },
+    #[error("creating PodGroup {name}: {}", api_words(.source))]
+    CreatePodGroup { name: String, source: kube::Error },
+    #[error("updating PodGroup {name}: {}", api_words(.source))]
+    PatchPodGroup { name: String, source: kube::Error },
+    #[error("deleting PodGroup {name}: {}", api_words(.source))]
+    DeletePodGroup { name: String, source: kube::Error },
+    /// Gang scheduling is on but the API server does not serve the PodGroup resource.
+    #[error("PodGroup {name}: the CRD {crd} is not installed")]
+    PodGroupCrdMissing { name: String, crd: String },
+    /// The job's scheduling policy cannot make a PodGroup (field-path style message).
+    #[error("PodGroup {name}: {message}")]
+    PodGroupInvalid { name: String, message: String },
     #[error("deleting TFJob {name} after its TTL: {}", api_words(.source))]
     DeleteJob { name: String, source: kube::Error },
     #[error("writing status of TFJob {name}: {}", api_words(.source))]
@@ -43,6 +55,21 @@ impl Error {
             Error::CreateService { name, source } => {
                 ("FailedCreateService", "service", name, source)
             }
+            Error::CreatePodGroup { name, source } => {
+                ("FailedCreatePodGroup", "PodGroup", name, source)
+            }
+            Error::PodGroupCrdMissing { name, crd } => {
+                let message = format!(
+                    "Error creating PodGroup {name}: the CRD {crd} is not installed; the job's \
+                     pods wait for it (install the gang scheduler's PodGroup CRD, or run the \
+                     operator without --gang-scheduler-name)"
+                );
+                return Some(("FailedCreatePodGroup", bounded(message, NOTE_LIMIT)));
+            }
+            Error::PodGroupInvalid { name, message } => {
+                let message = format!("Error creating PodGroup {name}: {message}");
+                return Some(("FailedCreatePodGroup", bounded(message, NOTE_LIMIT)));
+            }
             _ => return None,
         };
         let message = format!("Error creating {kind} {name}: {}", api_words(source));
@@ -56,6 +83,11 @@ impl Error {
             Error::CreateService { .. } => "create_service",
             Error::DeletePod { .. } => "delete_pod",
             Error::DeleteService { .. } => "delete_service",
+            Error::CreatePodGroup { .. } => "create_podgroup",
+            Error::PatchPodGroup { .. } => "patch_podgroup",
+            Error::DeletePodGroup { .. } => "delete_podgroup",
+            Error::PodGroupCrdMissing { .. } => "podgroup_crd_missing",
+            Error::PodGroupInvalid { .. } => "podgroup_invalid",
             Error::DeleteJob { .. } => "delete_job",
             Error::WriteStatus { .. } => "write_status",
             Error::ChildChanged { .. } => "child_changed",

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use crate::http::{self, Endpoints, Probes};
 use crate::leader::LeaderElector;
 use crate::reconcile::Shared;
+use crate::reconcile::gang::Gang;
 use crate::reconcile::model::Settings;
 use crate::reconcile::watches::run_scope;
 use crate::settings::{RunArgs, bind_address};
@@ -85,7 +86,14 @@ pub async fn run_with(
     let recorder = Recorder::new(client.clone(), reporter);
     let settings = Settings {
         cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
+        gang: Gang::from_setting(
+            args.gang_scheduler_name.as_deref(),
+            &args.scheduler_plugins_name,
+        ),
     };
+    if let Some(gang) = &settings.gang {
+        tracing::info!(scheduler = gang.scheduler_name(), podgroups = %gang.crd_name(), "gang scheduling on");
+    }
     let shared = Arc::new(Shared {
         client,
         settings,

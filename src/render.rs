@@ -2,6 +2,8 @@
 //! the API server and the operator would find (docs/behaviour.md §3). Pure: takes the manifest
 //! text, returns the output text or the problems found.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{Pod, Service};
 use serde::Serialize;
 
@@ -11,6 +13,7 @@ use crate::crd::check::check;
 use crate::crd::defaults::{legacy_run_policy_fields, with_defaults};
 use crate::crd::validation::{parse_tfjob, validate};
 use crate::reconcile::desired::{pod, service, template_sets_restart_policy};
+use crate::reconcile::gang::{Gang, podgroup, pods as gang_pods};
 use crate::reconcile::labels::job_name;
 
 /// Suffix standing in for the random one the API server appends to `generateName`.
@@ -19,6 +22,7 @@ pub const GENERATED_SUFFIX: &str = "xxxxx";
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Child {
+    PodGroup(Box<serde_json::Value>),
     Pod(Box<Pod>),
     Service(Box<Service>),
 }
@@ -27,6 +31,16 @@ enum Child {
 /// its Service. Documents of other kinds are skipped. Any problem in any job fails the
 /// whole render, listing every problem (prefixed by the document when there are several).
 pub fn render(yaml: &str, cluster_domain: Option<&str>) -> Result<String, Vec<String>> {
+    render_with(yaml, cluster_domain, None)
+}
+
+/// `render`, as an operator with gang scheduling `gang` would make the children: each job's
+/// PodGroup first, then its pods (marked for the gang) and services.
+pub fn render_with(
+    yaml: &str,
+    cluster_domain: Option<&str>,
+    gang: Option<&Gang>,
+) -> Result<String, Vec<String>> {
     let docs: Vec<serde_json::Value> =
         serde_saphyr::from_multiple(yaml).map_err(|e| vec![format!("invalid YAML: {e}")])?;
     let docs: Vec<_> = docs.into_iter().filter(|d| !d.is_null()).collect();
@@ -53,7 +67,7 @@ pub fn render(yaml: &str, cluster_domain: Option<&str>) -> Result<String, Vec<St
             notes.push_str(&format!("# skipped document {}: kind {kind}\n", n + 1));
             continue;
         }
-        match job_children(doc, cluster_domain, &mut notes) {
+        match job_children(doc, cluster_domain, gang, &mut notes) {
             Ok(mut c) => children.append(&mut c),
             Err(problems) => errors.extend(problems.into_iter().map(|p| format!("{prefix}{p}"))),
         }
@@ -71,6 +85,7 @@ pub fn render(yaml: &str, cluster_domain: Option<&str>) -> Result<String, Vec<St
 fn job_children(
     doc: serde_json::Value,
     cluster_domain: Option<&str>,
+    gang: Option<&Gang>,
     notes: &mut String,
 ) -> Result<Vec<Child>, Vec<String>> {
     // What the API server would refuse first (unknown fields under kubectl's strict field
@@ -134,14 +149,58 @@ fn job_children(
         ));
     }
     job.spec = with_defaults(&job.spec);
-    Ok(children_of(&job, cluster_domain))
+    let mut out = Vec::new();
+    if let Some(gang) = gang {
+        out.push(Child::PodGroup(Box::new(gang_group(&job, gang, notes)?)));
+    }
+    out.extend(children_of(&job, cluster_domain, gang));
+    Ok(out)
 }
 
-fn children_of(job: &TFJob, cluster_domain: Option<&str>) -> Vec<Child> {
+/// The job's PodGroup. PriorityClasses are the cluster's: offline every template's counts
+/// as 0, which the output says when it matters.
+fn gang_group(
+    job: &TFJob,
+    gang: &Gang,
+    notes: &mut String,
+) -> Result<serde_json::Value, Vec<String>> {
+    let group = podgroup::desired(job, gang, &BTreeMap::new()).map_err(|e| vec![e])?;
+    let named_classes = job.spec.tf_replica_specs.iter().any(|(_, s)| {
+        s.template
+            .spec
+            .as_ref()
+            .is_some_and(|p| p.priority_class_name.is_some())
+    });
+    let policy = job
+        .spec
+        .run_policy
+        .as_ref()
+        .and_then(|r| r.scheduling_policy.as_ref());
+    if named_classes && policy.is_none_or(|p| p.min_resources.is_none()) {
+        notes.push_str(&format!(
+            "# {}: minResources takes replica types by their PriorityClass's value, unknown offline: here in type order\n",
+            job_name(job)
+        ));
+    }
+    for (t, name) in gang_pods::foreign_schedulers(job, gang) {
+        notes.push_str(&format!(
+            "# {}: {t} pods keep their template's schedulerName {name}: not gang-scheduled\n",
+            job_name(job),
+            t = t.as_str()
+        ));
+    }
+    Ok(group)
+}
+
+fn children_of(job: &TFJob, cluster_domain: Option<&str>, gang: Option<&Gang>) -> Vec<Child> {
     let mut out = Vec::new();
     for (t, spec) in job.spec.tf_replica_specs.iter() {
         for i in 0..spec.replicas.unwrap_or_default() {
-            out.push(Child::Pod(Box::new(pod(job, t, i, cluster_domain))));
+            let mut pod = pod(job, t, i, cluster_domain);
+            if let Some(gang) = gang {
+                gang_pods::decorate(&mut pod, gang, job, t);
+            }
+            out.push(Child::Pod(Box::new(pod)));
             out.push(Child::Service(Box::new(service(job, t, i))));
         }
     }

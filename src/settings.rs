@@ -50,6 +50,20 @@ pub struct RunArgs {
     #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081")]
     pub health_probe_bind_address: String,
 
+    /// Gang scheduler (Kubeflow's flag): `volcano`, `scheduler-plugins`, or the name of a
+    /// scheduler-plugins scheduler. Each job then gets a PodGroup and its pods that
+    /// scheduler. Unset: no gang scheduling.
+    #[arg(long, env = "GANG_SCHEDULER_NAME")]
+    pub gang_scheduler_name: Option<String>,
+
+    /// The scheduler-plugins scheduler's name, for `--gang-scheduler-name scheduler-plugins`.
+    #[arg(
+        long,
+        env = "SCHEDULER_PLUGINS_NAME",
+        default_value = crate::reconcile::gang::DEFAULT_SCHEDULER_PLUGINS_NAME
+    )]
+    pub scheduler_plugins_name: String,
+
     /// Log format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -227,6 +227,8 @@ fn early_v1_fields_render_with_a_note() {
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfjob-operator"));
     cmd.env_remove("CUSTOM_CLUSTER_DOMAIN");
+    cmd.env_remove("GANG_SCHEDULER_NAME");
+    cmd.env_remove("SCHEDULER_PLUGINS_NAME");
     cmd
 }
 
@@ -296,5 +298,91 @@ fn binary_render_missing_file() {
         String::from_utf8(out.stderr)
             .unwrap()
             .starts_with("/nonexistent/job.yaml: ")
+    );
+}
+
+/// `render --gang-scheduler-name` shows the PodGroup first, as the operator creates it before
+/// the pods, and the pods as the gang scheduler sees them.
+#[test]
+fn binary_render_with_a_gang_scheduler_shows_the_podgroup_first() {
+    let cases = [
+        (vec!["volcano"], "scheduling.volcano.sh/v1beta1", "volcano"),
+        (
+            vec!["scheduler-plugins"],
+            "scheduling.x-k8s.io/v1alpha1",
+            "scheduler-plugins-scheduler",
+        ),
+        (
+            vec!["scheduler-plugins", "--scheduler-plugins-name", "gangs"],
+            "scheduling.x-k8s.io/v1alpha1",
+            "gangs",
+        ),
+        (
+            vec!["my-coscheduler"],
+            "scheduling.x-k8s.io/v1alpha1",
+            "my-coscheduler",
+        ),
+    ];
+    for (flags, api_version, scheduler) in cases {
+        let mut cmd = bin();
+        cmd.args(["render", "-", "--gang-scheduler-name"])
+            .args(&flags);
+        let out = run_with_stdin(cmd, SMOKE);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let docs = docs(&String::from_utf8(out.stdout).unwrap());
+        let group = &docs[0];
+        assert_eq!(group["kind"], "PodGroup", "{flags:?}");
+        assert_eq!(group["apiVersion"], api_version, "{flags:?}");
+        assert_eq!(group["metadata"]["name"], "tf-smoke-gpu");
+        assert_eq!(group["metadata"]["ownerReferences"][0]["kind"], "TFJob");
+        assert_eq!(group["spec"]["minMember"], 2, "PS and worker");
+        let pods: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Pod").collect();
+        assert_eq!(pods.len(), 2);
+        for pod in pods {
+            assert_eq!(pod["spec"]["schedulerName"], scheduler, "{flags:?}");
+            let (label, annotation) = (
+                &pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"],
+                &pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"],
+            );
+            let group_of = if scheduler == "volcano" {
+                annotation
+            } else {
+                label
+            };
+            assert_eq!(group_of, "tf-smoke-gpu", "{flags:?}");
+        }
+    }
+}
+
+#[test]
+fn render_without_a_gang_scheduler_has_no_podgroup() {
+    let out = render(SMOKE, None).unwrap();
+    assert!(
+        !out.contains("PodGroup") && !out.contains("schedulerName"),
+        "{out}"
+    );
+}
+
+#[test]
+fn binary_render_refuses_a_gang_that_could_never_be_placed() {
+    let job = SMOKE.replacen(
+        "spec:\n  tfReplicaSpecs:",
+        "spec:\n  runPolicy:\n    schedulingPolicy: {minAvailable: 3}\n  tfReplicaSpecs:",
+        1,
+    );
+    assert_ne!(job, SMOKE);
+    assert!(render(&job, None).is_ok(), "fine without gang scheduling");
+    let mut cmd = bin();
+    cmd.args(["render", "-", "--gang-scheduler-name", "volcano"]);
+    let out = run_with_stdin(cmd, &job);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap().trim(),
+        "spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: 3: more than the job's 2 \
+         replicas, so the gang could never be scheduled"
     );
 }

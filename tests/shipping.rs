@@ -255,6 +255,12 @@ fn cluster_role_grants_only_what_the_operator_calls() {
         ("pods", vec!["get", "list", "watch", "create", "delete"]),
         ("services", vec!["get", "list", "watch", "create", "delete"]),
         ("events", vec!["create", "patch"]),
+        // Gang scheduling: Volcano's and scheduler-plugins' PodGroups, PriorityClass values.
+        (
+            "podgroups",
+            vec!["list", "watch", "create", "patch", "delete"],
+        ),
+        ("priorityclasses", vec!["list", "watch"]),
     ];
     assert_eq!(grants.len(), expected.len(), "{grants:?}");
     for (resource, verbs) in expected {

@@ -5,10 +5,11 @@
 use futures::{StreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
-use kube::api::{DeleteParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, DynamicObject, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
 use kube::{Api, Resource, ResourceExt};
 
+use super::gang::{self, Gang};
 use super::job::Job;
 use super::memory::Memory;
 use super::model::{Deletion, EventNote, EventType, Plan};
@@ -23,6 +24,9 @@ pub const CREATE_CONCURRENCY: usize = 16;
 pub struct Target<'a> {
     pub pods: Api<Pod>,
     pub services: Api<Service>,
+    /// The job's PodGroups, when gang scheduling is on.
+    pub podgroups: Option<Api<DynamicObject>>,
+    pub gang: Option<&'a Gang>,
     pub job_uid: &'a str,
     pub job_ref: ObjectReference,
     pub recorder: &'a Recorder,
@@ -34,6 +38,10 @@ impl<'a> Target<'a> {
         Self {
             pods: Api::namespaced(shared.client.clone(), job.namespace),
             services: Api::namespaced(shared.client.clone(), job.namespace),
+            podgroups: shared.settings.gang.as_ref().map(|g| {
+                Api::namespaced_with(shared.client.clone(), job.namespace, &g.api_resource())
+            }),
+            gang: shared.settings.gang.as_ref(),
             job_uid: job.uid,
             job_ref: job.reference(),
             recorder: &shared.recorder,
@@ -50,8 +58,8 @@ pub struct Applied {
 }
 
 /// The plan's children and events: deletions first (a restarted pod must be gone before its
-/// successor, of the same name, can be created), then creations, then the events that are
-/// new since the job's previous pass.
+/// successor, of the same name, can be created), then the PodGroup (before any pod of its
+/// gang), then creations, then the events that are new since the job's previous pass.
 pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Applied {
     let deleted = delete_children(t, &plan.delete_pods, &plan.delete_services).await;
     // In a terminating namespace every create (events too) would be refused: not tried.
@@ -61,7 +69,10 @@ pub async fn apply_plan(t: &Target<'_>, plan: &Plan) -> Applied {
             created: Ok(()),
         };
     }
-    let created = create_children(t, &plan.create_pods, &plan.create_services).await;
+    let created = match gang::apply::apply(t, &plan.podgroup).await {
+        Ok(()) => create_children(t, &plan.create_pods, &plan.create_services).await,
+        Err(e) => Err(e),
+    };
     if let Err(Error::NamespaceTerminating { .. }) = created {
         return Applied { deleted, created };
     }
@@ -213,7 +224,7 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
             t.memory.with(t.job_uid, |m| {
                 m.pending.create_failed(&name, Timestamp::now())
             });
-            refused(t, Error::CreatePod { name, source }).await
+            Err(refused(t, Error::CreatePod { name, source }).await)
         }
     }
 }
@@ -237,28 +248,31 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<Made, Error>
             .await;
             Ok(Made::Existing)
         }
-        Err(source) => refused(t, Error::CreateService { name, source }).await,
+        Err(source) => Err(refused(t, Error::CreateService { name, source }).await),
     }
 }
 
-/// A create the API server refused: told in a warning event (one series while the same
-/// refusal repeats: same reason and note), or, when the namespace is being deleted, not told
-/// at all (docs/behaviour.md §13): the job is left alone from then on.
-async fn refused(t: &Target<'_>, error: Error) -> Result<Made, Error> {
-    let source = match &error {
-        Error::CreatePod { source, .. } | Error::CreateService { source, .. } => source,
-        _ => return Err(error),
+/// A create refused (by the API server, or by the operator for a PodGroup it cannot make):
+/// told in a warning event (one series while the same refusal repeats: same reason and
+/// note), or, when the namespace is being deleted, not told at all (docs/behaviour.md §13):
+/// the job is left alone from then on. Returns the error to fail the pass with.
+pub(super) async fn refused(t: &Target<'_>, error: Error) -> Error {
+    let terminating = match &error {
+        Error::CreatePod { source, .. }
+        | Error::CreateService { source, .. }
+        | Error::CreatePodGroup { source, .. } => is_namespace_terminating(source),
+        _ => false,
     };
-    if is_namespace_terminating(source) {
+    if terminating {
         t.memory.with(t.job_uid, |m| m.namespace_terminating = true);
-        return Err(Error::NamespaceTerminating {
+        return Error::NamespaceTerminating {
             namespace: t.job_ref.namespace.clone().unwrap_or_default(),
-        });
+        };
     }
     if let Some((reason, note)) = error.create_failure() {
         record(t, KubeEventType::Warning, reason, note).await;
     }
-    Err(error)
+    error
 }
 
 /// An existing object with a child's name is fine when it is ours; otherwise it is never
@@ -341,7 +355,7 @@ async fn delete_child(t: &Target<'_>, kind: Kind, d: &Deletion) -> Result<(), Er
 }
 
 /// What a delete with preconditions came to.
-enum Deleted {
+pub(super) enum Deleted {
     /// Deleted now, or already gone.
     Yes,
     /// The object changed since the pass saw it, or was replaced by a newer one of the same
@@ -349,7 +363,7 @@ enum Deleted {
     Changed,
 }
 
-async fn delete<K>(api: &Api<K>, d: &Deletion) -> Result<Deleted, kube::Error>
+pub(super) async fn delete<K>(api: &Api<K>, d: &Deletion) -> Result<Deleted, kube::Error>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -378,7 +392,7 @@ pub async fn record_note(t: &Target<'_>, note: &EventNote) {
 }
 
 /// Publish an event about the job. Failing to record an event never fails the reconcile.
-async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: String) {
+pub(super) async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: String) {
     // The recorder folds events with the same (reason, action) into one series, keeping the
     // first note: the note is the action, so distinct occurrences (two pods exiting) stay
     // distinct events and a repeated one (the same refusal) is one series.

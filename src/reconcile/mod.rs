@@ -4,6 +4,7 @@
 //! Pure: naming and labels, TF_CONFIG, desired children, the decision core (`plan` and its
 //! rules, over the vocabulary of `model`), and the per-job `memory`. I/O: `observe` (cache
 //! reads), `apply` and `status` (API writes), `watches` (the watches feeding the controller).
+//! `gang`: gang scheduling's PodGroup (its rule pure, its cache and writes I/O).
 
 pub mod apply;
 pub mod cached;
@@ -14,6 +15,7 @@ pub mod desired;
 pub mod events;
 pub mod expectations;
 pub mod finish;
+pub mod gang;
 pub mod job;
 pub mod labels;
 pub mod memory;
@@ -73,6 +75,8 @@ pub struct Context {
     pub pods: ChildCache<CachedPod>,
     pub services: ChildCache<CachedService>,
     pub caches: Caches,
+    /// The PodGroups of the scope, when gang scheduling is on.
+    pub podgroups: Option<gang::cache::GroupCache>,
     /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
     /// own limit picks the next job from a hash set: when saturated, some jobs waited over
     /// 10 s while others were served at once.)
@@ -91,6 +95,9 @@ impl Context {
 #[tracing::instrument(skip_all, fields(job = %object.name_any(), namespace = object.namespace().unwrap_or_default()))]
 pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.caches.synced().await?;
+    if let Some(podgroups) = &ctx.podgroups {
+        podgroups.synced().await?;
+    }
     let (Ok(_turn), Some(object)) = (ctx.turns.acquire().await, ctx.latest(&object)) else {
         return Ok(Action::await_change());
     };

@@ -12,6 +12,8 @@ use jiff::Timestamp;
 pub struct Settings {
     /// Appended to service addresses in TF_CONFIG (`<svc>.<ns>.svc.<domain>`), when set.
     pub cluster_domain: Option<String>,
+    /// The gang scheduler PodGroups and pods are made for (`--gang-scheduler-name`), if any.
+    pub gang: Option<super::gang::Gang>,
 }
 
 /// What the controller observed for one job: the pods and services in the job's namespace
@@ -23,6 +25,8 @@ pub struct Observed {
     /// Pods the controller tried to create, whose create failed, and that have not existed
     /// since: their absence is not a deletion from outside (no restart is counted).
     pub never_created: std::collections::BTreeSet<String>,
+    /// The job's PodGroup, when gang scheduling is on.
+    pub group: super::gang::GroupView,
 }
 
 /// A child to delete, with delete preconditions: `uid`, so a newer object with the same name
@@ -76,6 +80,8 @@ pub struct Plan {
     pub delete_services: Vec<Deletion>,
     /// TTL expired: delete the TFJob itself (children follow by garbage collection).
     pub delete_job: bool,
+    /// What to do about the job's PodGroup (gang scheduling).
+    pub podgroup: super::gang::podgroup::GroupAction,
     /// The status the job should have; `None` means do not touch it (job not ours).
     pub status: Option<TFJobStatus>,
     pub events: Vec<EventNote>,

@@ -33,6 +33,7 @@ pub fn observe_children(ctx: &Context, job: &Job<'_>, now: Timestamp) -> Observe
             pods,
             services,
             never_created,
+            group: super::gang::cache::view(ctx.podgroups.as_ref(), job),
         }
     })
 }

@@ -42,7 +42,7 @@ use super::replicas::{self, Children};
 use super::restarts::{self, Restart};
 use super::timers::{self, Timer};
 use super::view::JobView;
-use super::{children, counts, progress, suspend};
+use super::{children, counts, gang, progress, suspend};
 use crate::crd::validation::validate;
 use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, TFJob, TFJobStatus};
 
@@ -85,8 +85,33 @@ pub fn plan(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     if conditions::is_finished(&pass.status) {
         finished(&view, &children, &mut pass);
     }
+    gang_scheduling(&view, observed, settings, &mut pass);
     pass.plan.status = Some(pass.status);
     pass.plan
+}
+
+/// The job's PodGroup follows it (docs/behaviour.md §8): there while it runs, gone when it is
+/// suspended or finished; its new pods join the gang.
+fn gang_scheduling(view: &JobView<'_>, observed: &Observed, settings: &Settings, pass: &mut Pass) {
+    let state = gang::rule::JobState {
+        wants_no_group: conditions::is_finished(&pass.status) || view.suspended(),
+        running: conditions::is_true(&pass.status.conditions, ConditionType::Running),
+        now: pass.now,
+    };
+    let gang = settings.gang.as_ref();
+    let decision = gang::rule::decide(
+        view.job,
+        gang,
+        &observed.group,
+        state,
+        &mut pass.plan.create_pods,
+    );
+    pass.plan.podgroup = decision.action;
+    pass.events(decision.events);
+    pass.plan.requeue_at = match (pass.plan.requeue_at, decision.requeue_at) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
 }
 
 /// The pass being composed: the status as the rules decided so far, and the plan.

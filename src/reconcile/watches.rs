@@ -71,6 +71,12 @@ pub async fn run_scope(
         shared.metrics.watch_lists.get_or_create(&labels).clone()
     };
     let mut watches = tokio::task::JoinSet::new();
+    let podgroups = super::gang::cache::GroupCache::start(
+        &shared.client,
+        shared.settings.gang.as_ref(),
+        namespace.as_deref(),
+        wake.clone(),
+    );
     watches.spawn(
         owners_to_wake(pod_events, pods.clone(), pods_synced, lists("pods"))
             .map(Ok)
@@ -100,6 +106,7 @@ pub async fn run_scope(
         pods,
         services,
         caches: caches.clone(),
+        podgroups,
         turns: tokio::sync::Semaphore::new(usize::from(concurrency.max(1))),
     });
     // kube's controller starts a pass per triggered job at once (one at a time per job);
