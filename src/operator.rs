@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::FutureExt;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::{Api, Client};
 use tokio::sync::watch;
 
@@ -16,6 +15,7 @@ use crate::leader::LeaderElector;
 use crate::reconcile::Shared;
 use crate::reconcile::gang::Gang;
 use crate::reconcile::model::Settings;
+use crate::reconcile::recorder::EventRecorder;
 use crate::reconcile::watches::run_scope;
 use crate::settings::{RunArgs, bind_address};
 
@@ -79,11 +79,7 @@ pub async fn run_with(
             _ = stopped() => return Ok(()),
         }
     }
-    let reporter = Reporter {
-        controller: CONTROLLER_NAME.into(),
-        instance: Some(identity),
-    };
-    let recorder = Recorder::new(client.clone(), reporter);
+    let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &identity);
     let settings = Settings {
         cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
         gang: Gang::from_setting(

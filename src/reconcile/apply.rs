@@ -6,13 +6,14 @@ use futures::{StreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use kube::api::{DeleteParams, DynamicObject, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
+use kube::runtime::events::EventType as KubeEventType;
 use kube::{Api, Resource, ResourceExt};
 
 use super::gang::{self, Gang};
 use super::job::Job;
 use super::memory::Memory;
 use super::model::{Deletion, EventNote, EventType, Plan};
+use super::recorder::{EventRecorder, Note};
 use super::{Shared, summary};
 use crate::crd::object::JobObject;
 use crate::error::{Error, NOTE_LIMIT, api_words, bounded, is_namespace_terminating};
@@ -29,7 +30,7 @@ pub struct Target<'a> {
     pub gang: Option<&'a Gang>,
     pub job_uid: &'a str,
     pub job_ref: ObjectReference,
-    pub recorder: &'a Recorder,
+    pub recorder: &'a EventRecorder,
     pub memory: &'a Memory,
 }
 
@@ -397,12 +398,11 @@ pub(super) async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, n
     // first note: the note is the action, so distinct occurrences (two pods exiting) stay
     // distinct events and a repeated one (the same refusal) is one series.
     let action: String = note.chars().take(128).collect();
-    let event = Event {
+    let event = Note {
         type_,
-        reason: reason.to_string(),
-        note: Some(bounded(note, NOTE_LIMIT)),
-        action,
-        secondary: None,
+        reason,
+        action: &action,
+        note: bounded(note, NOTE_LIMIT),
     };
     match t.recorder.publish(&event, &t.job_ref).await {
         Ok(()) => {}

@@ -23,6 +23,7 @@ pub mod model;
 pub mod observe;
 pub mod plan;
 pub mod progress;
+pub mod recorder;
 pub mod replicas;
 pub mod restarts;
 pub mod status;
@@ -42,7 +43,6 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use kube::runtime::controller::Action;
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
@@ -60,7 +60,7 @@ use crate::metrics::Metrics;
 pub struct Shared {
     pub client: Client,
     pub settings: Settings,
-    pub recorder: Recorder,
+    pub recorder: recorder::EventRecorder,
     pub metrics: Metrics,
     /// What is remembered about each job between passes.
     pub memory: Memory,
