@@ -117,7 +117,7 @@ pub async fn measure(shape: Shape, big: bool) -> anyhow::Result<Scale> {
         shape.jobs, shape.workers
     );
 
-    let resync = resync(&cluster, &operator, metrics_port).await?;
+    let resync = resync(&cluster, &operator, metrics_port, shape.jobs).await?;
     let big = match big {
         true => Some(big_beside(&cluster, &operator).await?),
         false => None,
@@ -133,7 +133,12 @@ pub async fn measure(shape: Shape, big: bool) -> anyhow::Result<Scale> {
     })
 }
 
-async fn resync(cluster: &Cluster, operator: &Operator, port: u16) -> anyhow::Result<Resync> {
+async fn resync(
+    cluster: &Cluster,
+    operator: &Operator,
+    port: u16,
+    jobs: usize,
+) -> anyhow::Result<Resync> {
     let (reconciles_before, lists_before) = (
         metric(port, "tfjob_operator_reconciles_total")?,
         metric(port, "tfjob_operator_watch_lists_total")?,
@@ -146,7 +151,8 @@ async fn resync(cluster: &Cluster, operator: &Operator, port: u16) -> anyhow::Re
     cluster.namespace("bench-resync").await?;
     cluster.sim.compact_history();
     cluster.sim.drop_watches();
-    // Both child watches re-list; then passes run until none is left.
+    // Every watch re-lists, every job gets a pass (the job list triggers them all), then
+    // passes run until none is left.
     let (mut last, mut last_change) = (reconciles_before, Instant::now());
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -154,7 +160,10 @@ async fn resync(cluster: &Cluster, operator: &Operator, port: u16) -> anyhow::Re
         let now = metric(port, "tfjob_operator_reconciles_total")?;
         if now != last {
             (last, last_change) = (now, Instant::now());
-        } else if lists >= lists_before + 2.0 && last_change.elapsed() > Duration::from_secs(2) {
+        } else if lists >= lists_before + 2.0
+            && now - reconciles_before >= jobs as f64
+            && last_change.elapsed() > Duration::from_secs(2)
+        {
             break;
         }
         anyhow::ensure!(

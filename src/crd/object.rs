@@ -34,7 +34,14 @@ impl JobObject {
     /// Reads a TFJob from JSON; never fails, whatever the object holds.
     pub fn from_value(value: &Value) -> Self {
         match parse_tfjob_ref(value) {
-            Ok(job) => Self(Ok(job)),
+            Ok(mut job) => {
+                // Never read by the controller (status writes send only the status), and the
+                // bulk of a job applied with kubectl: its last-applied annotation repeats the
+                // whole manifest, and managed fields describe every field again.
+                job.metadata.annotations = None;
+                job.metadata.managed_fields = None;
+                Self(Ok(job))
+            }
             Err(problem) => Self(Err(Unreadable {
                 metadata: value
                     .get("metadata")
