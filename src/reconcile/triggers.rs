@@ -6,10 +6,14 @@
 //! absent from the new list: no event says so. So during a re-list the objects the cache held
 //! before are remembered, and at its end those the list no longer had are reported gone too.
 //! And from a re-list's start to its end the cache is not synced: decisions wait for it.
+//! An object a re-list finds as the cache had it (same resourceVersion) is not reported: it did
+//! not change while the watch was down, and with 50k children, waking their jobs again would
+//! queue 50k passes behind the ones the re-listed jobs already get.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::watcher::Event;
 
@@ -31,7 +35,7 @@ pub struct Tracker<K> {
 /// A re-list under way: what the cache held before it, and what it has listed so far.
 #[derive(Debug)]
 struct Relist<K> {
-    before: Vec<Arc<K>>,
+    before: HashMap<(Option<String>, String), Arc<K>>,
     listed: HashSet<(Option<String>, String)>,
 }
 
@@ -59,21 +63,26 @@ impl<K: Resource> Tracker<K> {
             Event::Delete(obj) => seen(obj, Change::Gone),
             Event::Init => {
                 self.relist = Some(Relist {
-                    before: cached(),
+                    before: cached().into_iter().map(|o| (key(&*o), o)).collect(),
                     listed: HashSet::new(),
                 });
                 return Some(false);
             }
             Event::InitApply(obj) => {
-                if let Some(relist) = &mut self.relist {
-                    relist.listed.insert(key(obj));
+                let unchanged = self.relist.as_mut().is_some_and(|relist| {
+                    let k = key(obj);
+                    let old = relist.before.get(&k);
+                    relist.listed.insert(k);
+                    old.is_some_and(|old| same_version(old.meta(), obj.meta()))
+                });
+                if !unchanged {
+                    seen(obj, Change::Touched);
                 }
-                seen(obj, Change::Touched);
             }
             Event::InitDone => {
                 if let Some(relist) = self.relist.take() {
-                    for old in relist.before {
-                        if !relist.listed.contains(&key(&*old)) {
+                    for (k, old) in relist.before {
+                        if !relist.listed.contains(&k) {
                             seen(&old, Change::Gone);
                         }
                     }
@@ -83,6 +92,11 @@ impl<K: Resource> Tracker<K> {
         }
         None
     }
+}
+
+/// Both carry the same resourceVersion (an object without one is taken as changed).
+fn same_version(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    a.resource_version.is_some() && a.resource_version == b.resource_version
 }
 
 fn key<K: Resource>(obj: &K) -> (Option<String>, String) {
@@ -160,6 +174,39 @@ mod tests {
             synced,
             [false, true],
             "unsynced from the list's start to its end"
+        );
+    }
+
+    #[test]
+    fn a_relist_reports_only_what_changed_while_the_watch_was_down() {
+        let at = |name: &str, rv: &str| {
+            let mut p = pod(name);
+            p.metadata.resource_version = Some(rv.into());
+            p
+        };
+        let mut tracker = Tracker::default();
+        let mut seen = Vec::new();
+        let before = [at("same", "1"), at("changed", "1"), at("gone", "1")];
+        let events = [
+            Event::Init,
+            Event::InitApply(at("same", "1")),
+            Event::InitApply(at("changed", "2")),
+            Event::InitApply(at("new", "3")),
+            Event::InitDone,
+        ];
+        for event in &events {
+            let cached = || before.iter().cloned().map(Arc::new).collect();
+            tracker.on_event(event, cached, |p: &Pod, c| {
+                seen.push((p.metadata.name.clone().unwrap_or_default(), c))
+            });
+        }
+        assert_eq!(
+            seen,
+            [
+                ("changed".into(), Change::Touched),
+                ("new".into(), Change::Touched),
+                ("gone".into(), Change::Gone),
+            ]
         );
     }
 
