@@ -147,10 +147,20 @@ async fn resync(
     let cpu_before = operator.cpu()?;
     let start = Instant::now();
     // A write after the operator's last seen version, then the history before it forgotten:
-    // re-watching from that version is refused (410 Gone), so every watch re-lists.
-    cluster.namespace("bench-resync").await?;
-    cluster.sim.compact_history();
-    cluster.sim.drop_watches();
+    // re-watching from that version is refused (410 Gone), so every watch re-lists. (A watch
+    // that saw a bookmark of the newest version resumes instead: then again.)
+    for attempt in 0.. {
+        cluster
+            .namespace(&format!("bench-resync-{attempt}"))
+            .await?;
+        cluster.sim.compact_history();
+        cluster.sim.drop_watches();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if metric(port, "tfjob_operator_watch_lists_total")? >= lists_before + 2.0 {
+            break;
+        }
+        anyhow::ensure!(attempt < 20, "the watches did not re-list");
+    }
     // Every watch re-lists, every job gets a pass (the job list triggers them all), then
     // passes run until none is left.
     let (mut last, mut last_change) = (reconciles_before, Instant::now());
