@@ -47,18 +47,9 @@ pub struct RenderArgs {
     #[arg(long, env = "CUSTOM_CLUSTER_DOMAIN")]
     pub cluster_domain: Option<String>,
 
-    /// Show the PodGroup and pods as `run --gang-scheduler-name` makes them: `volcano`,
-    /// `scheduler-plugins`, or a scheduler-plugins scheduler's name.
-    #[arg(long, env = "GANG_SCHEDULER_NAME")]
-    pub gang_scheduler_name: Option<String>,
-
-    /// The scheduler-plugins scheduler's name, for `--gang-scheduler-name scheduler-plugins`.
-    #[arg(
-        long,
-        env = "SCHEDULER_PLUGINS_NAME",
-        default_value = crate::reconcile::gang::DEFAULT_SCHEDULER_PLUGINS_NAME
-    )]
-    pub scheduler_plugins_name: String,
+    /// Show the PodGroup and pods as `run --gang-scheduler-name` makes them.
+    #[command(flatten)]
+    pub gang: crate::settings::GangArgs,
 }
 
 impl RenderArgs {

@@ -9,7 +9,6 @@ use clap::Parser;
 use tfjob_operator::cli::{Cli, Command, ConvertArgs, RenderArgs};
 use tfjob_operator::convert::convert;
 use tfjob_operator::crd::schema::crd_yaml;
-use tfjob_operator::reconcile::gang::Gang;
 use tfjob_operator::render::render_with;
 use tfjob_operator::settings::RunArgs;
 
@@ -95,10 +94,7 @@ fn render_command(args: &RenderArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let gang = Gang::from_setting(
-        args.gang_scheduler_name.as_deref(),
-        &args.scheduler_plugins_name,
-    );
+    let gang = args.gang.gang();
     match render_with(&input, args.cluster_domain.as_deref(), gang.as_ref()) {
         Ok(yaml) => print(&yaml),
         Err(errors) => {

@@ -13,7 +13,6 @@ use tokio::sync::watch;
 use crate::http::{self, Endpoints, Probes};
 use crate::leader::LeaderElector;
 use crate::reconcile::Shared;
-use crate::reconcile::gang::Gang;
 use crate::reconcile::model::Settings;
 use crate::reconcile::recorder::EventRecorder;
 use crate::reconcile::watches::run_scope;
@@ -82,10 +81,7 @@ pub async fn run_with(
     let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &identity);
     let settings = Settings {
         cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
-        gang: Gang::from_setting(
-            args.gang_scheduler_name.as_deref(),
-            &args.scheduler_plugins_name,
-        ),
+        gang: args.gang.gang(),
     };
     if let Some(gang) = &settings.gang {
         tracing::info!(scheduler = gang.scheduler_name(), podgroups = %gang.crd_name(), "gang scheduling on");

@@ -50,19 +50,8 @@ pub struct RunArgs {
     #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081")]
     pub health_probe_bind_address: String,
 
-    /// Gang scheduler (Kubeflow's flag): `volcano`, `scheduler-plugins`, or the name of a
-    /// scheduler-plugins scheduler. Each job then gets a PodGroup and its pods that
-    /// scheduler. Unset: no gang scheduling.
-    #[arg(long, env = "GANG_SCHEDULER_NAME")]
-    pub gang_scheduler_name: Option<String>,
-
-    /// The scheduler-plugins scheduler's name, for `--gang-scheduler-name scheduler-plugins`.
-    #[arg(
-        long,
-        env = "SCHEDULER_PLUGINS_NAME",
-        default_value = crate::reconcile::gang::DEFAULT_SCHEDULER_PLUGINS_NAME
-    )]
-    pub scheduler_plugins_name: String,
+    #[command(flatten)]
+    pub gang: GangArgs,
 
     /// Log format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -113,5 +102,33 @@ mod tests {
             assert_eq!(got.as_deref(), want, "{input}");
         }
         assert!(bind_address("nonsense").is_err());
+    }
+}
+
+/// The gang-scheduling flags, shared by `run` and `render`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct GangArgs {
+    /// Gang scheduler (Kubeflow's flag): `volcano`, `scheduler-plugins`, or the name of a
+    /// scheduler-plugins scheduler. Each job then gets a PodGroup and its pods that
+    /// scheduler. Unset: no gang scheduling.
+    #[arg(long, env = "GANG_SCHEDULER_NAME")]
+    pub gang_scheduler_name: Option<String>,
+
+    /// The scheduler-plugins scheduler's name, for `--gang-scheduler-name scheduler-plugins`.
+    #[arg(
+        long,
+        env = "SCHEDULER_PLUGINS_NAME",
+        default_value = crate::reconcile::gang::DEFAULT_SCHEDULER_PLUGINS_NAME
+    )]
+    pub scheduler_plugins_name: String,
+}
+
+impl GangArgs {
+    /// The gang scheduler these flags name, if any.
+    pub fn gang(&self) -> Option<crate::reconcile::gang::Gang> {
+        crate::reconcile::gang::Gang::from_setting(
+            self.gang_scheduler_name.as_deref(),
+            &self.scheduler_plugins_name,
+        )
     }
 }

@@ -71,6 +71,17 @@ fn skipped_without_gang(c: &TestCluster, test: &str) -> bool {
     skip
 }
 
+/// A cluster for a gang test with `crd` installed and no operator yet; None (the test is
+/// skipped) on a real cluster started without gang scheduling.
+async fn gang_cluster(test: &str, crd: &str) -> Option<TestCluster> {
+    let c = TestCluster::without_operator(test).await;
+    if skipped_without_gang(&c, test) {
+        return None;
+    }
+    install_crd(&c, crd).await;
+    Some(c)
+}
+
 /// Sets the resources of replica type `t`'s `tensorflow` container.
 fn resources(spec: &mut Value, t: &str, resources: Value) {
     spec["spec"]["tfReplicaSpecs"][t]["template"]["spec"]["containers"][0]["resources"] = resources;
@@ -89,11 +100,9 @@ async fn until_group(
 /// pods carry its label and scheduler; it goes when the job has finished.
 #[tokio::test]
 async fn a_job_gets_its_podgroup_first_owned_by_it_and_its_pods_join_it() {
-    let mut c = TestCluster::without_operator("gang-objects").await;
-    if skipped_without_gang(&c, "gang-objects") {
+    let Some(mut c) = gang_cluster("gang-objects", PLUGINS_CRD).await else {
         return;
-    }
-    install_crd(&c, PLUGINS_CRD).await;
+    };
     c.start_operator_with(&["--gang-scheduler-name", "scheduler-plugins"]);
     let mut spec = job("go", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
     resources(
@@ -171,11 +180,9 @@ async fn a_job_gets_its_podgroup_first_owned_by_it_and_its_pods_join_it() {
 /// resuming makes it again before them; deleting the job takes it by garbage collection.
 #[tokio::test]
 async fn the_podgroup_follows_scale_and_min_available_goes_on_suspend_and_with_the_job() {
-    let mut c = TestCluster::without_operator("gang-follows").await;
-    if skipped_without_gang(&c, "gang-follows") {
+    let Some(mut c) = gang_cluster("gang-follows", PLUGINS_CRD).await else {
         return;
-    }
-    install_crd(&c, PLUGINS_CRD).await;
+    };
     c.start_operator_with(&["--gang-scheduler-name", "scheduler-plugins"]);
     let mut spec = job("gf", &[("Worker", 2, "Never")]);
     resources(&mut spec, "Worker", json!({"requests": {"cpu": "1"}}));
@@ -321,11 +328,9 @@ async fn without_the_podgroup_crd_the_job_says_so_waits_quietly_and_goes_on_once
 /// queue annotations. Volcano's scheduler does not run here: the pods stay Pending.
 #[tokio::test]
 async fn a_volcano_podgroup_is_accepted_by_volcano_s_crd_with_the_expected_fields() {
-    let mut c = TestCluster::without_operator("gang-volcano").await;
-    if skipped_without_gang(&c, "gang-volcano") {
+    let Some(mut c) = gang_cluster("gang-volcano", VOLCANO_CRD).await else {
         return;
-    }
-    install_crd(&c, VOLCANO_CRD).await;
+    };
     c.start_operator_with(&["--gang-scheduler-name", "volcano"]);
     let mut spec = job("vc", &[("PS", 1, "Never"), ("Worker", 2, "Never")]);
     resources(
@@ -532,11 +537,9 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
 /// `ContainerCreating`; the real tier's gang waits for want of room, as above.
 #[tokio::test]
 async fn a_waiting_gang_is_reported_and_its_active_deadline_still_fires() {
-    let mut c = TestCluster::without_operator("gang-deadline").await;
-    if skipped_without_gang(&c, "gang-deadline") {
+    let Some(mut c) = gang_cluster("gang-deadline", PLUGINS_CRD).await else {
         return;
-    }
-    install_crd(&c, PLUGINS_CRD).await;
+    };
     let key = "testcluster.tfjob.dev/gang";
     let ns = c.namespace.clone();
     let mut nodes = Nodes(Vec::new());

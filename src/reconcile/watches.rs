@@ -241,7 +241,7 @@ fn forget_gone_jobs(
 }
 
 /// The TFJob controlling the object with `meta`, as a reconcile trigger.
-fn controller_ref(meta: &ObjectMeta) -> Option<ObjectRef<JobObject>> {
+pub(super) fn controller_ref(meta: &ObjectMeta) -> Option<ObjectRef<JobObject>> {
     let owner = meta.owner_references.as_ref()?.iter().find(|o| {
         o.controller == Some(true)
             && o.kind == TFJob::kind(&())

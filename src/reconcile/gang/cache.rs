@@ -244,13 +244,7 @@ fn is_not_found(error: &watcher::Error) -> bool {
 
 /// The TFJob controlling a PodGroup, as a reconcile trigger.
 fn owner(group: &DynamicObject) -> Option<ObjectRef<JobObject>> {
-    let meta = &group.metadata;
-    let owner = meta.owner_references.as_ref()?.iter().find(|o| {
-        o.controller == Some(true)
-            && o.kind == TFJob::kind(&())
-            && o.api_version == TFJob::api_version(&())
-    })?;
-    Some(ObjectRef::new(&owner.name).within(meta.namespace.as_deref()?))
+    super::super::watches::controller_ref(&group.metadata)
 }
 
 #[cfg(test)]
