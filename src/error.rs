@@ -2,8 +2,10 @@
 //! server's own words (docs/behaviour.md §13): its message and reason, never a `Debug`
 //! rendering of the client's types.
 
-/// A failed step of a reconcile. The job is requeued with backoff; other jobs go on.
-#[derive(Debug, thiserror::Error)]
+/// A failed step of a reconcile. The job is requeued with backoff; other jobs go on. The
+/// variant's name in snake_case is the reconcile-error metric's label.
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Error {
     #[error("creating pod {name}: {}", api_words(.source))]
     CreatePod { name: String, source: kube::Error },
@@ -74,28 +76,6 @@ impl Error {
         };
         let message = format!("Error creating {kind} {name}: {}", api_words(source));
         Some((reason, bounded(message, NOTE_LIMIT)))
-    }
-
-    /// A low-cardinality label for the reconcile-error metric.
-    pub fn metric_label(&self) -> &'static str {
-        match self {
-            Error::CreatePod { .. } => "create_pod",
-            Error::CreateService { .. } => "create_service",
-            Error::DeletePod { .. } => "delete_pod",
-            Error::DeleteService { .. } => "delete_service",
-            Error::CreatePodGroup { .. } => "create_podgroup",
-            Error::PatchPodGroup { .. } => "patch_podgroup",
-            Error::DeletePodGroup { .. } => "delete_podgroup",
-            Error::PodGroupCrdMissing { .. } => "podgroup_crd_missing",
-            Error::PodGroupInvalid { .. } => "podgroup_invalid",
-            Error::DeleteJob { .. } => "delete_job",
-            Error::WriteStatus { .. } => "write_status",
-            Error::ChildChanged { .. } => "child_changed",
-            Error::NamespaceTerminating { .. } => "namespace_terminating",
-            Error::CachesNotSynced => "caches_not_synced",
-            Error::MissingMetadata(_) => "missing_metadata",
-            Error::Serialize { .. } => "serialize",
-        }
     }
 
     /// Nothing failed for good; the pass only has to wait: the caches are re-listing, or the

@@ -5,14 +5,15 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod controller;
 pub mod convert;
 pub mod crd;
 pub mod error;
 pub mod http;
-pub mod leader;
 pub mod metrics;
 pub mod operator;
 pub mod reconcile;
 pub mod render;
+pub mod runtime;
 pub mod settings;
 pub mod telemetry;

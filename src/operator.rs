@@ -11,11 +11,11 @@ use kube::{Api, Client};
 use tokio::sync::watch;
 
 use crate::http::{self, Endpoints, Probes};
-use crate::leader::LeaderElector;
+use crate::controller::run_scope;
 use crate::reconcile::Shared;
-use crate::reconcile::model::Settings;
-use crate::reconcile::recorder::EventRecorder;
-use crate::reconcile::watches::run_scope;
+use crate::reconcile::plan::model::Settings;
+use crate::runtime::leader::LeaderElector;
+use crate::runtime::recorder::EventRecorder;
 use crate::settings::{RunArgs, bind_address};
 
 /// Name under which the operator records events and holds the lease.

@@ -12,9 +12,9 @@ use crate::crd::TFJob;
 use crate::crd::check::check;
 use crate::crd::defaults::{legacy_run_policy_fields, with_defaults};
 use crate::crd::validation::{parse_tfjob, validate};
-use crate::reconcile::desired::{pod, service, template_sets_restart_policy};
-use crate::reconcile::gang::{Gang, podgroup, pods as gang_pods};
-use crate::reconcile::labels::job_name;
+use crate::crd::labels::job_name;
+use crate::reconcile::build::children::{pod, service, template_sets_restart_policy};
+use crate::reconcile::build::gang::{Gang, podgroup, pods as gang_pods};
 
 /// Suffix standing in for the random one the API server appends to `generateName`.
 pub const GENERATED_SUFFIX: &str = "xxxxx";

@@ -118,15 +118,15 @@ pub struct GangArgs {
     #[arg(
         long,
         env = "SCHEDULER_PLUGINS_NAME",
-        default_value = crate::reconcile::gang::DEFAULT_SCHEDULER_PLUGINS_NAME
+        default_value = crate::reconcile::build::gang::DEFAULT_SCHEDULER_PLUGINS_NAME
     )]
     pub scheduler_plugins_name: String,
 }
 
 impl GangArgs {
     /// The gang scheduler these flags name, if any.
-    pub fn gang(&self) -> Option<crate::reconcile::gang::Gang> {
-        crate::reconcile::gang::Gang::from_setting(
+    pub fn gang(&self) -> Option<crate::reconcile::build::gang::Gang> {
+        crate::reconcile::build::gang::Gang::from_setting(
             self.gang_scheduler_name.as_deref(),
             &self.scheduler_plugins_name,
         )

@@ -10,8 +10,8 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tfjob_operator::crd::defaults::with_defaults;
 use tfjob_operator::crd::{ReplicaType, TFJob};
-use tfjob_operator::reconcile::apply::CREATE_CONCURRENCY;
-use tfjob_operator::reconcile::desired;
+use tfjob_operator::reconcile::apply::children::CREATE_CONCURRENCY;
+use tfjob_operator::reconcile::build::children as desired;
 
 use super::cluster::{Cluster, InProcess, LONG_RUN, job};
 

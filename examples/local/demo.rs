@@ -258,7 +258,7 @@ fn script(sim: &SimHandle, ns: &str, name: &str, job: &TFJob, args: &Args) -> an
     let mut scripts: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for (t, spec) in job.spec.tf_replica_specs.iter() {
         for i in 0..spec.replicas.unwrap_or(1) {
-            let pod = tfjob_operator::reconcile::labels::child_name(name, t, i);
+            let pod = tfjob_operator::crd::labels::child_name(name, t, i);
             scripts
                 .entry(pod)
                 .or_default()

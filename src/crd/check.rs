@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value};
 
 use super::schema::crd;
-use super::validation::FieldError;
+use super::field_error::FieldError;
 use path::At;
 use words::{empty_of, flag, num, render, suggestion, type_mismatch};
 

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{ContainerPort, PodSpec};
 
-use super::spec::{CleanPodPolicy, RestartPolicy, RunPolicy, SuccessPolicy, TFJobSpec};
+use super::spec::{CleanPodPolicy, DEFAULT_REPLICAS, RestartPolicy, RunPolicy, SuccessPolicy, TFJobSpec};
 
 /// Name of the container that gets TF_CONFIG and the default port.
 pub const TF_CONTAINER: &str = "tensorflow";
@@ -11,8 +11,6 @@ pub const TF_CONTAINER: &str = "tensorflow";
 pub const TF_PORT_NAME: &str = "tfjob-port";
 /// Port used when the `tensorflow` container declares no `tfjob-port`.
 pub const TF_DEFAULT_PORT: i32 = 2222;
-/// Replicas of a type that does not say.
-pub const DEFAULT_REPLICAS: i32 = 1;
 
 /// The spec with every default filled in: the early-v1 fields folded under `runPolicy`
 /// ([`fold_legacy_run_policy`]), replicas 1, restartPolicy Never, cleanPodPolicy Running,

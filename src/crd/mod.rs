@@ -4,12 +4,15 @@
 pub mod check;
 pub mod defaults;
 pub mod form;
-pub mod names;
-pub mod object;
+pub mod field_error;
+pub mod labels;
+pub mod cached;
+pub mod replica_type;
 pub mod schema;
 pub mod spec;
 pub mod status;
 pub mod validation;
 
+pub use replica_type::ReplicaType;
 pub use spec::*;
 pub use status::*;

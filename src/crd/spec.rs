@@ -1,7 +1,6 @@
 //! The TFJob spec types (`kubeflow.org/v1`), JSON names exactly Kubeflow's. Pure data, no I/O.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -9,6 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::replica_type::ReplicaType;
 use super::status::TFJobStatus;
 
 /// A TensorFlow training job: a set of replicas (Chief/Master, PS, Worker, Evaluator).
@@ -65,69 +65,6 @@ pub struct TFJobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub backoff_limit: Option<i32>,
-}
-
-/// The five TensorFlow replica types, in Kubeflow's canonical spelling.
-#[derive(
-    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
-)]
-pub enum ReplicaType {
-    Chief,
-    Master,
-    #[serde(rename = "PS")]
-    Ps,
-    Worker,
-    Evaluator,
-}
-
-impl ReplicaType {
-    pub const ALL: [ReplicaType; 5] = [
-        Self::Chief,
-        Self::Master,
-        Self::Ps,
-        Self::Worker,
-        Self::Evaluator,
-    ];
-
-    /// Kubeflow's canonical key: `Chief`, `Master`, `PS`, `Worker`, `Evaluator`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Chief => "Chief",
-            Self::Master => "Master",
-            Self::Ps => "PS",
-            Self::Worker => "Worker",
-            Self::Evaluator => "Evaluator",
-        }
-    }
-
-    /// The lower-cased form used in child names, labels and TF_CONFIG.
-    pub fn lower(self) -> &'static str {
-        match self {
-            Self::Chief => "chief",
-            Self::Master => "master",
-            Self::Ps => "ps",
-            Self::Worker => "worker",
-            Self::Evaluator => "evaluator",
-        }
-    }
-
-    /// Case-insensitive parse of a `tfReplicaSpecs` key (`worker`, `PS`, `MASTER`...).
-    pub fn parse(key: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|t| t.as_str().eq_ignore_ascii_case(key))
-    }
-
-    /// Chief and Master are the same role under two names.
-    pub fn is_chief(self) -> bool {
-        matches!(self, Self::Chief | Self::Master)
-    }
-}
-
-impl fmt::Display for ReplicaType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// `tfReplicaSpecs`: keys are canonicalised on read, whatever their case.
@@ -217,6 +154,17 @@ pub struct ReplicaSpec {
     /// Always, OnFailure, Never (default) or ExitCode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<RestartPolicy>,
+}
+
+/// Replicas of a type whose spec does not say.
+pub const DEFAULT_REPLICAS: i32 = 1;
+
+impl ReplicaSpec {
+    /// How many pods of this type the job runs: `replicas`, 1 when unset, never negative
+    /// (validation refuses a negative value; this keeps every count safe regardless).
+    pub fn count(&self) -> i32 {
+        self.replicas.unwrap_or(DEFAULT_REPLICAS).max(0)
+    }
 }
 
 /// When a replica's pod is restarted.

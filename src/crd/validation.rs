@@ -4,40 +4,15 @@
 //! at admission already; the controller checks again because not every API server runs every
 //! rule (and `render` has no API server at all).
 
-use std::fmt;
-
-use super::defaults::DEFAULT_REPLICAS;
-use super::names::child_name;
+use super::field_error::FieldError;
+use super::labels::child_name;
+use super::replica_type::ReplicaType;
 use super::spec::{
-    MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, ReplicaType, TFJob,
+    DEFAULT_REPLICAS, MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, TFJob,
 };
 
 /// Longest name of a pod or service (a DNS-1035 label).
 const MAX_NAME_LEN: usize = 63;
-
-/// One problem, e.g. `spec.tfReplicaSpecs[Worker].template.spec.containers[0].image: Required value`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    /// Field path, e.g. `spec.tfReplicaSpecs[Worker].replicas`.
-    pub path: String,
-    /// Kubernetes-style detail, e.g. `Required value` or `Invalid value: -1: must be >= 0`.
-    pub message: String,
-}
-
-impl FieldError {
-    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
 
 /// Check every rule of docs/behaviour.md §3 that the types cannot express; all problems, in a
 /// stable order: metadata, replica-type keys, roles, then each type in canonical order,
@@ -102,6 +77,7 @@ fn check_type_meta(value: &serde_json::Value) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// The replicas as written (1 when unset), negative values included: validation reports them.
 fn replicas(spec: &ReplicaSpec) -> i32 {
     spec.replicas.unwrap_or(DEFAULT_REPLICAS)
 }

@@ -1,19 +1,17 @@
-//! The job one pass works on: its identity read once from the watched object, its spec
-//! typed (or the problem that kept it from parsing), and the decision for it. Pure.
+//! What every step of a pass needs to know of its job, read once from the cached object: its
+//! identity, the resourceVersion the pass saw, the stored status, and the job as the
+//! `regarding` object of its events.
 
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 
-use super::model::{Observed, Plan, Settings};
-use super::{plan, unreadable};
-use crate::crd::object::{JobObject, Unreadable};
-use crate::crd::{TFJob, TFJobStatus};
+use crate::crd::TFJobStatus;
+use crate::crd::cached::CachedJob;
 use crate::error::Error;
 
-/// A watched TFJob, decoded for one pass.
+/// The metadata of the job a pass works on.
 #[derive(Debug)]
-pub struct Job<'a> {
+pub struct JobMeta<'a> {
     pub name: &'a str,
     pub namespace: &'a str,
     pub uid: &'a str,
@@ -21,46 +19,29 @@ pub struct Job<'a> {
     pub resource_version: &'a str,
     /// Being deleted: left to garbage collection.
     pub deleting: bool,
-    pub spec: Result<&'a TFJob, &'a Unreadable>,
-    object: &'a JobObject,
+    /// The status as stored.
+    pub status: Option<&'a TFJobStatus>,
+    pub reference: ObjectReference,
 }
 
-impl<'a> Job<'a> {
+impl<'a> JobMeta<'a> {
     /// Reads what every step needs; an object without name, namespace, uid or
-    /// resourceVersion was never stored by an API server and cannot be acted on.
-    pub fn decode(object: &'a JobObject) -> Result<Self, Error> {
+    /// resourceVersion cannot be acted on.
+    pub fn of(object: &'a CachedJob) -> Result<Self, Error> {
         let meta = object.meta();
         let field = |v: &'a Option<String>, name| v.as_deref().ok_or(Error::MissingMetadata(name));
+        let status = match &object.0 {
+            Ok(job) => job.status.as_ref(),
+            Err(bad) => bad.status.as_ref(),
+        };
         Ok(Self {
             name: field(&meta.name, "metadata.name")?,
             namespace: field(&meta.namespace, "metadata.namespace")?,
             uid: field(&meta.uid, "metadata.uid")?,
             resource_version: field(&meta.resource_version, "metadata.resourceVersion")?,
             deleting: meta.deletion_timestamp.is_some(),
-            spec: object.0.as_ref(),
-            object,
+            status,
+            reference: object.object_ref(&()),
         })
-    }
-
-    /// The status as stored.
-    pub fn status(&self) -> Option<&'a TFJobStatus> {
-        match self.spec {
-            Ok(job) => job.status.as_ref(),
-            Err(bad) => bad.status.as_ref(),
-        }
-    }
-
-    /// The job as the `regarding` object of its events.
-    pub fn reference(&self) -> ObjectReference {
-        self.object.object_ref(&())
-    }
-
-    /// The decision of this pass (pure): the rules for a job that parses, a validation
-    /// failure for one that does not.
-    pub fn plan(&self, observed: &Observed, now: Timestamp, settings: &Settings) -> Plan {
-        match self.spec {
-            Ok(job) => plan::plan(job, observed, now, settings),
-            Err(bad) => unreadable::plan(bad, self.name, now),
-        }
     }
 }

@@ -1,141 +1,64 @@
-//! Reconciling a TFJob. One pass is [`reconcile`]: decode → (wait for complete caches) →
-//! observe → plan → apply → write status, each step its own module.
+//! Reconciling a TFJob: one pass is [`reconcile`], one line per step — observe, plan, write
+//! the children, write the status, delete the job when its TTL is due.
 //!
-//! Pure: naming and labels, TF_CONFIG, desired children, the decision core (`plan` and its
-//! rules, over the vocabulary of `model`), and the per-job `memory`. I/O: `observe` (cache
-//! reads), `apply` and `status` (API writes), `watches` (the watches feeding the controller).
-//! `gang`: gang scheduling's PodGroup (its rule pure, its cache and writes I/O).
+//! The layers, each a folder, arrows pointing down: `plan/` decides (pure: the job, what was
+//! observed and `now` in, the `Plan` out), building the objects it wants with `build/` (pure);
+//! `observe` reads the caches, `apply/` makes the writes; `memory/` keeps what a job's passes
+//! must remember between them; `context` holds what passes share. The caches and watches
+//! below them are `runtime/`; the API types are `crd/`.
 
 pub mod apply;
-pub mod cached;
-pub mod children;
-pub mod conditions;
-pub mod counts;
-pub mod desired;
-pub mod events;
-pub mod expectations;
-pub mod finish;
-pub mod gang;
+pub mod build;
+pub mod context;
+pub mod error;
 pub mod job;
-pub mod labels;
 pub mod memory;
-pub mod model;
 pub mod observe;
 pub mod plan;
-pub mod progress;
-pub mod recorder;
-pub mod replicas;
-pub mod restarts;
-pub mod status;
-pub mod summary;
-pub mod suspend;
-#[cfg(test)]
-pub mod testing;
-pub mod tf_config;
-pub mod timers;
-pub mod triggers;
-pub mod unreadable;
-pub mod view;
-pub mod watches;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, ResourceExt};
 
-use self::apply::Target;
-use self::cached::{CachedPod, CachedService, ChildCache};
-use self::job::Job;
-use self::memory::{JobMemory, Memory};
-use self::model::{Plan, Settings};
-use self::watches::Caches;
-use crate::crd::object::JobObject;
-use crate::error::Error;
-use crate::metrics::Metrics;
+use crate::crd::cached::CachedJob;
+use apply::Target;
+pub use context::{Context, Shared};
+use error::{PassError, Step};
+use job::JobMeta;
+use memory::JobMemory;
+use plan::model::Plan;
 
-/// State shared by every pass of every watched namespace.
-pub struct Shared {
-    pub client: Client,
-    pub settings: Settings,
-    pub recorder: recorder::EventRecorder,
-    pub metrics: Metrics,
-    /// What is remembered about each job between passes.
-    pub memory: Memory,
-    /// The cap of the per-job retry backoff after failed passes.
-    pub max_backoff: Duration,
-}
-
-/// What one namespace's controller reconciles with.
-pub struct Context {
-    pub shared: Arc<Shared>,
-    pub jobs: Store<JobObject>,
-    pub pods: ChildCache<CachedPod>,
-    pub services: ChildCache<CachedService>,
-    pub caches: Caches,
-    /// The PodGroups of the scope, when gang scheduling is on.
-    pub podgroups: Option<gang::cache::GroupCache>,
-    /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
-    /// own limit picks the next job from a hash set: when saturated, some jobs waited over
-    /// 10 s while others were served at once.)
-    pub turns: tokio::sync::Semaphore,
-}
-
-impl Context {
-    /// The job as the cache has it now (it may have changed while the pass waited for its
-    /// turn); None once it is gone.
-    fn latest(&self, object: &JobObject) -> Option<Arc<JobObject>> {
-        self.jobs.get(&ObjectRef::from_obj(object))
-    }
-}
-
-/// One pass for one job.
+/// One pass for one job (docs/behaviour.md §6). A refused create fails the pass only after
+/// the status is written, so the job tells why (`ReplicaFailure`) while it is retried.
 #[tracing::instrument(skip_all, fields(job = %object.name_any(), namespace = object.namespace().unwrap_or_default()))]
-pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Action, Error> {
-    ctx.caches.synced().await?;
-    if let Some(podgroups) = &ctx.podgroups {
-        podgroups.synced().await?;
-    }
+pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Action, PassError> {
+    ctx.synced().await.map_err(Step::Observe.failed())?;
     let (Ok(_turn), Some(object)) = (ctx.turns.acquire().await, ctx.latest(&object)) else {
         return Ok(Action::await_change());
     };
     let started = Instant::now();
-    let shared = &ctx.shared;
-    let job = Job::decode(&object)?;
-    if let Some(action) = not_now(shared, &job) {
+    let job = JobMeta::of(&object).map_err(Step::Decode.failed())?;
+    if let Some(action) = ctx.not_now(&job) {
         return Ok(action);
     }
-    let now = Timestamp::now();
-    let observed = observe::observe_children(&ctx, &job, now);
-    let plan = job.plan(&observed, now, &shared.settings);
-    let ends = status::ends(job.status(), plan.status.as_ref());
-    if ends {
-        let status = with_create_failure(plan.status.clone(), None, now);
-        status::write(shared, &job, status.as_ref()).await?;
-    }
-    let applied = apply::apply_plan(&Target::new(shared, &job), &plan).await;
-    // A status counting a restart is stored only once the failed pod is gone: were the
-    // delete lost, the next pass would count it again.
-    applied.deleted?;
-    if let Err(Error::NamespaceTerminating { .. }) = applied.created {
-        tracing::debug!("namespace is being deleted; the job is left to go with it");
-        return Ok(Action::await_change());
-    }
-    if !ends {
-        let failure = applied
-            .created
-            .as_ref()
-            .err()
-            .and_then(Error::create_failure);
-        let status = with_create_failure(plan.status.clone(), failure, now);
-        status::write(shared, &job, status.as_ref()).await?;
-    }
+    let (shared, now) = (&ctx.shared, Timestamp::now());
+    let observed = observe::observe(&ctx, &object, &job, now);
+    let plan = plan::plan(object.0.as_ref(), job.name, &observed, now, &shared.settings);
+    let refused = apply::children(&Target::new(shared, &job), &plan)
+        .await
+        .map_err(Step::WriteChildren.failed())?;
+    apply::status::write(shared, &job, plan.status.as_ref())
+        .await
+        .map_err(Step::WriteStatus.failed())?;
     if plan.delete_job {
-        apply::delete_job(shared, &job).await?;
+        apply::job::delete(shared, &job).await.map_err(Step::DeleteJob.failed())?;
     }
-    applied.created?;
+    if let Some(error) = refused {
+        return Err(Step::WriteChildren.failed()(error));
+    }
     Ok(pass_done(shared, &job, &plan, started, now))
 }
 
@@ -143,7 +66,7 @@ pub async fn reconcile(object: Arc<JobObject>, ctx: Arc<Context>) -> Result<Acti
 /// when the plan asks (a deadline, a TTL), else on its next change.
 fn pass_done(
     shared: &Shared,
-    job: &Job<'_>,
+    job: &JobMeta<'_>,
     plan: &Plan,
     started: Instant,
     now: Timestamp,
@@ -162,41 +85,12 @@ fn pass_done(
     }
 }
 
-/// The planned status with the `ReplicaFailure` condition as this pass's creates left it.
-fn with_create_failure(
-    status: Option<crate::crd::TFJobStatus>,
-    failure: Option<(&'static str, String)>,
-    now: Timestamp,
-) -> Option<crate::crd::TFJobStatus> {
-    status.map(|mut s| {
-        conditions::replica_failure(&mut s.conditions, failure, now);
-        s
-    })
-}
-
-/// Passes that must not plan: a job being deleted is left to garbage collection (and
-/// forgotten), and a cached job older than our own last status write would make the pass
-/// redo what that write recorded (the cache catches up within moments).
-fn not_now(shared: &Shared, job: &Job<'_>) -> Option<Action> {
-    if job.deleting {
-        shared.memory.forget(job.uid);
-        return Some(Action::await_change());
-    }
-    let stale = shared
-        .memory
-        .with(job.uid, |m| m.predates_our_write(job.resource_version));
-    if stale {
-        tracing::debug!("cached job predates our last status write; waiting for it");
-    }
-    stale.then(|| Action::requeue(Duration::from_millis(100)))
-}
-
 /// A failed pass is retried: soon when it only has to wait (caches re-listing, a conflict
 /// with a newer version of the job), else with exponential backoff per job (0.5 s doubling
 /// to `--max-error-backoff`, 60 s by default), so an overloaded or failing API server is not
 /// hammered, and a job refused for a cause nobody tells us is gone (a quota raised) goes on
 /// within that bound (docs/behaviour.md §13).
-pub fn error_policy(object: Arc<JobObject>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy(object: Arc<CachedJob>, error: &PassError, ctx: Arc<Context>) -> Action {
     let shared = &ctx.shared;
     shared
         .metrics
@@ -205,7 +99,7 @@ pub fn error_policy(object: Arc<JobObject>, error: &Error, ctx: Arc<Context>) ->
             error: error.metric_label(),
         })
         .inc();
-    if error.is_wait() {
+    if error.source.is_wait() {
         tracing::debug!(error = %error, "reconcile deferred");
         return Action::requeue(Duration::from_millis(500));
     }

@@ -1,16 +1,22 @@
-//! Observing a job's children from the controller's caches (reads only, no API calls), with
-//! the controller's own pending writes laid over them.
+//! Observing a job from the controller's caches (reads only, no API calls): its pods and
+//! services with the controller's own pending writes laid over them, its PodGroup, and the
+//! refusal of its last creates.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::Resource;
+use kube::api::DynamicObject;
 
-use super::Context;
-use super::job::Job;
-use super::model::Observed;
+use crate::crd::TFJob;
+use crate::crd::cached::CachedJob;
+use crate::reconcile::context::Context;
+use crate::reconcile::job::JobMeta;
+use crate::reconcile::plan::model::{CacheState, GroupView, Observed, ObservedGroup};
+use crate::runtime::podgroups::{GroupCache, GroupSync};
 
-/// The pods and services in the job's namespace labelled with its name, from the caches,
-/// with the controller's own pending writes laid over them.
-pub fn observe_children(ctx: &Context, job: &Job<'_>, now: Timestamp) -> Observed {
+/// What the pass plans on: the job's children and PodGroup as the caches have them, with
+/// what the controller remembers of its own writes.
+pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timestamp) -> Observed {
     let cached_pods: Vec<Pod> = ctx
         .pods
         .of_job(job.namespace, job.name)
@@ -23,6 +29,11 @@ pub fn observe_children(ctx: &Context, job: &Job<'_>, now: Timestamp) -> Observe
         .iter()
         .map(|s| s.to_service())
         .collect();
+    let group = ctx
+        .podgroups
+        .as_ref()
+        .map(|cache| group_view(cache, object, job))
+        .unwrap_or_default();
     ctx.shared.memory.with(job.uid, |m| {
         let mut pods = m.pending.overlay(cached_pods, now);
         let never_created = m.pending.never_created(&pods, now);
@@ -33,7 +44,76 @@ pub fn observe_children(ctx: &Context, job: &Job<'_>, now: Timestamp) -> Observe
             pods,
             services,
             never_created,
-            group: super::gang::cache::view(ctx.podgroups.as_ref(), job),
+            group,
+            refused: m.refused.clone(),
         }
     })
+}
+
+/// What the caches say about the job's PodGroup and its templates' PriorityClasses.
+fn group_view(cache: &GroupCache, object: &CachedJob, job: &JobMeta<'_>) -> GroupView {
+    let priorities = match &object.0 {
+        Ok(tfjob) => tfjob
+            .spec
+            .tf_replica_specs
+            .iter()
+            .filter_map(|(_, s)| s.template.spec.as_ref()?.priority_class_name.clone())
+            .filter_map(|name| Some((name.clone(), cache.priority(&name)?)))
+            .collect(),
+        Err(_) => Default::default(),
+    };
+    GroupView {
+        cache: match cache.state() {
+            GroupSync::Syncing => CacheState::Syncing,
+            GroupSync::Ready => CacheState::Ready,
+            GroupSync::Missing => CacheState::Missing,
+        },
+        group: cache.group(job.namespace, job.name).map(|g| observed(&g)),
+        priorities,
+    }
+}
+
+/// A cached PodGroup reduced to what the decision reads.
+fn observed(group: &DynamicObject) -> ObservedGroup {
+    let meta = &group.metadata;
+    let controller_uid = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true) && o.kind == TFJob::kind(&()))
+        .map(|o| o.uid.clone());
+    ObservedGroup {
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone(),
+        controller_uid,
+        terminating: meta.deletion_timestamp.is_some(),
+        spec: group.data.get("spec").cloned().unwrap_or_default(),
+        phase: group.data["status"]["phase"].as_str().map(str::to_string),
+        created: meta.creation_timestamp.as_ref().map(|t| t.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_cached_podgroup_is_read_for_its_phase_and_controller() {
+        let group: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "a", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "a", "uid": "u",
+                 "controller": true}]},
+            "spec": {"minMember": 2}, "status": {"phase": "Scheduling"}
+        }))
+        .unwrap();
+        let seen = observed(&group);
+        assert_eq!(
+            (seen.phase.as_deref(), seen.controller_uid.as_deref()),
+            (Some("Scheduling"), Some("u"))
+        );
+        assert_eq!(seen.spec, json!({"minMember": 2}));
+    }
 }

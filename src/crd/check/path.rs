@@ -1,7 +1,7 @@
 //! Where the schema check is in the document, spelled both ways: the API server's for unknown
 //! fields, validation's for the rest. Pure.
 
-use crate::crd::spec::ReplicaType;
+use crate::crd::ReplicaType;
 
 /// A place in the document, in the two spellings: the API server's for unknown fields
 /// (`spec.tfReplicaSpecs.Worker.x`) and ours for the rest (`spec.tfReplicaSpecs[Worker].x`).

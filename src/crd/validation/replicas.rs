@@ -2,9 +2,10 @@
 
 use k8s_openapi::api::core::v1::PodSpec;
 
-use super::{FieldError, replica_path, replicas};
+use super::{replica_path, replicas};
+use crate::crd::field_error::FieldError;
 use crate::crd::defaults::TF_CONTAINER;
-use crate::crd::spec::{ReplicaSpec, ReplicaType, TFJob};
+use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 
 pub(super) fn validate_keys(job: &TFJob, errors: &mut Vec<FieldError>) {
     let specs = &job.spec.tf_replica_specs;

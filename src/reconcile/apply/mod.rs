@@ -1,0 +1,142 @@
+//! The pass's writes, in its order (docs/behaviour.md §6): the job's children (`children`:
+//! deletions, then the PodGroup, then creations, then the events they call for), its status
+//! (`status`), and the job itself once its TTL is due (`job`). I/O.
+//!
+//! Every write of a step is independent; one failure does not stop the others, and the first
+//! error is returned so the job is retried with backoff.
+
+pub mod children;
+pub mod events;
+pub mod job;
+pub mod podgroup;
+pub mod status;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
+use kube::api::{DeleteParams, DynamicObject, Preconditions};
+use kube::runtime::events::EventType;
+use kube::{Api, Resource};
+
+use crate::error::{Error, is_namespace_terminating};
+use crate::reconcile::build::gang::Gang;
+use crate::reconcile::context::Shared;
+use crate::reconcile::job::JobMeta;
+use crate::reconcile::memory::Memory;
+use crate::reconcile::plan::model::{Deletion, Plan, Refusal};
+use crate::runtime::recorder::EventRecorder;
+
+/// What apply needs to act for one job.
+pub struct Target<'a> {
+    pub pods: Api<Pod>,
+    pub services: Api<Service>,
+    /// The job's PodGroups, when gang scheduling is on.
+    pub podgroups: Option<Api<DynamicObject>>,
+    pub gang: Option<&'a Gang>,
+    pub job_uid: &'a str,
+    pub job_ref: ObjectReference,
+    pub recorder: &'a EventRecorder,
+    pub memory: &'a Memory,
+}
+
+impl<'a> Target<'a> {
+    pub fn new(shared: &'a Shared, job: &JobMeta<'a>) -> Self {
+        Self {
+            pods: Api::namespaced(shared.client.clone(), job.namespace),
+            services: Api::namespaced(shared.client.clone(), job.namespace),
+            podgroups: shared.settings.gang.as_ref().map(|g| {
+                Api::namespaced_with(shared.client.clone(), job.namespace, &g.api_resource())
+            }),
+            gang: shared.settings.gang.as_ref(),
+            job_uid: job.uid,
+            job_ref: job.reference.clone(),
+            recorder: &shared.recorder,
+            memory: &shared.memory,
+        }
+    }
+}
+
+/// The plan's children and events: deletions first (a restarted pod must be gone before its
+/// successor, of the same name, can be created), then the PodGroup (before any pod of its
+/// gang), then creations, then the events that are new since the job's previous pass.
+///
+/// A failed deletion fails the step: the status must not count a restart whose pod may still
+/// be there. A refused create is remembered for the next plan (`ReplicaFailure`) and returned
+/// as `Ok(Some(_))`, so the status is still written before the job is retried with backoff.
+/// In a terminating namespace nothing is created and nothing more is told (docs/behaviour.md
+/// §13): the job goes with its namespace.
+pub async fn children(t: &Target<'_>, plan: &Plan) -> Result<Option<Error>, Error> {
+    let deleted = children::delete(t, &plan.delete_pods, &plan.delete_services).await;
+    if t.memory.with(t.job_uid, |m| m.namespace_terminating) {
+        return deleted.map(|()| None);
+    }
+    let created = match podgroup::write(t, &plan.podgroup).await {
+        Ok(()) => children::create(t, &plan.create_pods, &plan.create_services).await,
+        Err(e) => Err(e),
+    };
+    if let Err(Error::NamespaceTerminating { .. }) = created {
+        tracing::debug!("namespace is being deleted; the job is left to go with it");
+        return deleted.map(|()| None);
+    }
+    let fresh = t.memory.with(t.job_uid, |m| m.events.fresh(&plan.events));
+    for event in &fresh {
+        events::record_planned(t, event).await;
+    }
+    let tried = plan.podgroup.allows_pods() || !plan.create_pods.is_empty() || !plan.create_services.is_empty();
+    if tried {
+        let refusal = created.as_ref().err().and_then(Error::create_failure);
+        let refusal = refusal.map(|(reason, message)| Refusal { reason: reason.to_string(), message });
+        t.memory.with(t.job_uid, |m| m.refused = refusal);
+    }
+    deleted.map(|()| created.err())
+}
+
+/// A create refused (by the API server, or by the operator for a PodGroup it cannot make):
+/// told in a warning event (one series while the same refusal repeats: same reason and
+/// note), or, when the namespace is being deleted, not told at all (docs/behaviour.md §13):
+/// the job is left alone from then on. Returns the error to fail the pass with.
+async fn refused(t: &Target<'_>, error: Error) -> Error {
+    let terminating = match &error {
+        Error::CreatePod { source, .. }
+        | Error::CreateService { source, .. }
+        | Error::CreatePodGroup { source, .. } => is_namespace_terminating(source),
+        _ => false,
+    };
+    if terminating {
+        t.memory.with(t.job_uid, |m| m.namespace_terminating = true);
+        return Error::NamespaceTerminating {
+            namespace: t.job_ref.namespace.clone().unwrap_or_default(),
+        };
+    }
+    if let Some((reason, note)) = error.create_failure() {
+        events::record(t, EventType::Warning, reason, note).await;
+    }
+    error
+}
+
+/// What a delete with preconditions came to.
+pub enum Deleted {
+    /// Deleted now, or already gone.
+    Yes,
+    /// The object changed since the pass saw it, or was replaced by a newer one of the same
+    /// name (409 on a precondition): left alone; its change wakes the job for another look.
+    Changed,
+}
+
+/// Deletes `d` with its preconditions (uid, resourceVersion).
+async fn delete_exactly<K>(api: &Api<K>, d: &Deletion) -> Result<Deleted, kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: d.uid.clone(),
+            resource_version: d.resource_version.clone(),
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&d.name, &params).await {
+        Ok(_) => Ok(Deleted::Yes),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Deleted::Yes),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Deleted::Changed),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,182 @@
+//! The end of a job (docs/behaviour.md §6.3, §7.3, §7.4): which replica decides success, the
+//! terminal conditions and messages, and what a finished job deletes. Pure.
+
+use std::collections::BTreeMap;
+
+use crate::reconcile::plan::conditions::{self, Change, Wanted};
+use crate::reconcile::plan::model::{Deletion, EventNote};
+use crate::reconcile::plan::replicas::{Replicas, Phase};
+use crate::reconcile::plan::view::JobView;
+use crate::crd::{
+    CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
+    ReplicaStatus, ReplicaType, SuccessPolicy, TFJobStatus,
+};
+
+/// Why a job failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// `n` replicas of type `t` failed permanently.
+    Replicas {
+        t: ReplicaType,
+        n: i32,
+    },
+    BackoffLimit,
+    Deadline,
+    /// The spec can never run; the message lists every problem.
+    Validation(String),
+}
+
+/// How a job ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Succeeded,
+    Failed(Cause),
+}
+
+impl Verdict {
+    fn reason(&self) -> &'static str {
+        match self {
+            Verdict::Succeeded => REASON_SUCCEEDED,
+            Verdict::Failed(Cause::Validation(_)) => REASON_FAILED_VALIDATION,
+            Verdict::Failed(_) => REASON_FAILED,
+        }
+    }
+
+    fn message(&self, view: &JobView<'_>) -> String {
+        let (ns, name) = (view.namespace, view.name);
+        match self {
+            Verdict::Succeeded => format!("TFJob {ns}/{name} successfully completed."),
+            Verdict::Failed(Cause::Replicas { t, n }) => {
+                format!("TFJob {ns}/{name} has failed because {n} {t} replica(s) failed.")
+            }
+            Verdict::Failed(Cause::BackoffLimit) => backoff_message(name),
+            Verdict::Failed(Cause::Deadline) => deadline_message(name),
+            Verdict::Failed(Cause::Validation(errors)) => errors.clone(),
+        }
+    }
+}
+
+fn backoff_message(name: &str) -> String {
+    format!("Job {name} has failed because it has reached the specified backoff limit")
+}
+
+fn deadline_message(name: &str) -> String {
+    format!("Job {name} has failed because it was active longer than specified deadline")
+}
+
+/// Contract §7.3: the chief/master pod Succeeded; without one, worker 0 Succeeded with
+/// exit code 0 (a Succeeded phase already implies it; a missing container status is not
+/// held against the pod), or under AllWorkers every worker Succeeded. A pod that is being
+/// deleted still counts: it did succeed.
+pub fn succeeded(view: &JobView<'_>, children: &Replicas) -> bool {
+    let done = |key| {
+        children
+            .pods
+            .get(&key)
+            .is_some_and(|p| p.phase == Phase::Succeeded)
+    };
+    let chief = view
+        .replicas()
+        .find(|(t, _)| t.is_chief())
+        .filter(|(_, n)| *n > 0);
+    if let Some((t, _)) = chief {
+        return done((t, 0));
+    }
+    let workers = view
+        .replicas()
+        .find(|(t, _)| *t == ReplicaType::Worker)
+        .map_or(0, |(_, n)| n);
+    if workers == 0 {
+        return false;
+    }
+    match view.spec.success_policy.unwrap_or_default() {
+        SuccessPolicy::AllWorkers => (0..workers).all(|i| done((ReplicaType::Worker, i))),
+        SuccessPolicy::Default => {
+            let worker0 = children.pods.get(&(ReplicaType::Worker, 0));
+            done((ReplicaType::Worker, 0)) && worker0.is_some_and(|p| p.exit_code.unwrap_or(0) == 0)
+        }
+    }
+}
+
+/// The conditions that make the job terminal: Running/Restarting (if True) turn False with
+/// the verdict's reason and message, then the terminal condition is added last, announced
+/// by an event (Normal on success, Warning on failure). The caller sets `completionTime`
+/// and, on success, settles the counts (`settle_counts`).
+pub fn conclude(view: &JobView<'_>, verdict: &Verdict) -> Vec<Change<'static>> {
+    let (reason, message) = (verdict.reason(), verdict.message(view));
+    let (terminal, note) = match verdict {
+        Verdict::Succeeded => (
+            ConditionType::Succeeded,
+            EventNote::normal(reason, message.clone()),
+        ),
+        Verdict::Failed(_) => (
+            ConditionType::Failed,
+            EventNote::warning(reason, message.clone()),
+        ),
+    };
+    vec![
+        Change::clear(ConditionType::Running, reason, message.clone()),
+        Change::clear(ConditionType::Restarting, reason, message.clone()),
+        Change::to(Wanted::new(terminal, true, reason, message)).announcing(note),
+    ]
+}
+
+/// On success the pods still active count as succeeded; the counts freeze from here on.
+pub fn settle_counts(
+    mut statuses: BTreeMap<ReplicaType, ReplicaStatus>,
+) -> BTreeMap<ReplicaType, ReplicaStatus> {
+    for counts in statuses.values_mut() {
+        let moved = counts.active.take().unwrap_or(0) + counts.succeeded.unwrap_or(0);
+        counts.succeeded = (moved > 0).then_some(moved);
+    }
+    statuses
+}
+
+/// Pods and services a finished job deletes (docs/behaviour.md §6.3): All → every one; Running →
+/// pods still Pending/Running (or Unknown) and the services of every replica without a
+/// finished pod, keeping finished pods, their logs and their services; None → nothing. Failing
+/// on the deadline or the backoff limit also deletes the unfinished pods (and those services)
+/// whatever the policy: they would run on for nothing. Objects already going away are left to
+/// finish. Services are decided on their own, not only beside their pod, so a service whose
+/// pod went first (a pass cut short between the two deletes) is still cleaned up.
+pub fn cleanup(
+    view: &JobView<'_>,
+    status: &TFJobStatus,
+    children: &Replicas,
+) -> (Vec<Deletion>, Vec<Deletion>) {
+    let policy = view.run_policy().clean_pod_policy.unwrap_or_default();
+    // Deadline and backoff failures share TFJobFailed with replica failures; only the
+    // message tells them apart, and it is fixed for a given job name.
+    let failed_message = conditions::find(&status.conditions, ConditionType::Failed)
+        .filter(|c| c.status == crate::crd::ConditionStatus::True)
+        .and_then(|c| c.message.clone());
+    let forced = failed_message
+        .is_some_and(|m| m == backoff_message(view.name) || m == deadline_message(view.name));
+    let unfinished_only = match policy {
+        CleanPodPolicy::All => false,
+        CleanPodPolicy::Running => true,
+        CleanPodPolicy::None if forced => true,
+        CleanPodPolicy::None => return (Vec::new(), Vec::new()),
+    };
+    let finished = |key| {
+        children
+            .pods
+            .get(key)
+            .is_some_and(|p| p.phase.is_finished())
+    };
+    let pods = children
+        .pods
+        .values()
+        .filter(|p| !p.terminating)
+        .filter(|p| !(unfinished_only && p.phase.is_finished()))
+        .map(|p| p.deletion())
+        .collect();
+    let services = children
+        .services
+        .iter()
+        .filter(|(_, s)| !s.terminating)
+        .filter(|(key, _)| !(unfinished_only && finished(*key)))
+        .map(|(_, s)| s.deletion())
+        .collect();
+    (pods, services)
+}

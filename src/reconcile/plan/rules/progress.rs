@@ -1,0 +1,91 @@
+//! A job's progress conditions (docs/behaviour.md §7.2): Created on the first pass, Restarting when
+//! replicas are restarted, Running when the deciding replica runs. Pure.
+
+use crate::reconcile::plan::conditions::{Change, Wanted};
+use crate::reconcile::build::children as build;
+use crate::reconcile::plan::model::EventNote;
+use crate::reconcile::plan::replicas::{Replicas, Phase};
+use crate::reconcile::plan::rules::restarts::Restart;
+use crate::reconcile::plan::view::JobView;
+use crate::crd::{ConditionType, REASON_CREATED, REASON_RESTARTING, REASON_RUNNING, ReplicaType};
+
+/// Event reason: a template's own restartPolicy is overridden (once per job).
+pub const REASON_SET_RESTART_POLICY: &str = "SetPodTemplateRestartPolicy";
+
+/// Created=True, announced on the first pass together with the one warning about
+/// overridden template restart policies (so that warning comes once per job).
+pub fn created(view: &JobView<'_>) -> Change<'static> {
+    let message = format!("TFJob {} is created.", view.name);
+    let wanted = Wanted::new(
+        ConditionType::Created,
+        true,
+        REASON_CREATED,
+        message.clone(),
+    );
+    let change = Change::to(wanted).announcing(EventNote::normal(REASON_CREATED, message));
+    if !build::template_sets_restart_policy(view.job) {
+        return change;
+    }
+    let message =
+        "Restart policy in pod template is overridden by the replica's restartPolicy".to_string();
+    change.announcing(EventNote::warning(REASON_SET_RESTART_POLICY, message))
+}
+
+/// Restarting=True when this pass restarts replicas, naming the first restarted type in
+/// Kubeflow's wording (which dashboards match on). A pod deleted from outside is a restart
+/// too: marking it Restarting is what keeps a recreate that keeps failing (e.g. quota) from
+/// being counted again on every pass. The TFJobRestarting event comes with the flip.
+pub fn restarting(view: &JobView<'_>, restarts: &[Restart]) -> Option<Change<'static>> {
+    let t = restarts.first()?.key.0;
+    let message = format!(
+        "job {} is restarting because {t} replica(s) failed.",
+        view.name
+    );
+    let wanted = Wanted::new(
+        ConditionType::Restarting,
+        true,
+        REASON_RESTARTING,
+        message.clone(),
+    );
+    Some(Change::to(wanted).announcing(EventNote::warning(REASON_RESTARTING, message)))
+}
+
+/// Running=True once the chief/master pod runs (when the job has one), else once any
+/// worker runs. While Restarting (`restarting`) and a replica's pod is still missing or
+/// going away, the job stays Restarting: flipping to Running early would make the next pass
+/// take the pod this operator deleted for one deleted from outside, and count it twice.
+pub fn running(
+    view: &JobView<'_>,
+    children: &Replicas,
+    restarting: bool,
+) -> Option<Change<'static>> {
+    let incomplete = view
+        .keys()
+        .into_iter()
+        .any(|k| children.live_pod(k).is_none());
+    if restarting && incomplete {
+        return None;
+    }
+    let running = |k| {
+        children
+            .live_pod(k)
+            .is_some_and(|p| p.phase == Phase::Running)
+    };
+    let chief = view.replicas().find(|(t, n)| t.is_chief() && *n > 0);
+    let is_running = match chief {
+        Some((t, _)) => running((t, 0)),
+        None => view
+            .replicas()
+            .filter(|(t, _)| *t == ReplicaType::Worker)
+            .any(|(t, n)| (0..n).any(|i| running((t, i)))),
+    };
+    is_running.then(|| {
+        let message = format!("TFJob {}/{} is running.", view.namespace, view.name);
+        Change::to(Wanted::new(
+            ConditionType::Running,
+            true,
+            REASON_RUNNING,
+            message,
+        ))
+    })
+}

@@ -1,0 +1,212 @@
+//! Test support: compact builders for jobs, pods and services as the controller would
+//! observe them. Test-only, pure.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus,
+    PodTemplateSpec, Service,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+
+use crate::crd::labels::{
+    LABEL_JOB_NAME, LABEL_OPERATOR_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, OPERATOR_NAME,
+    child_name,
+};
+use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob, TFJobSpec};
+
+pub const JOB_UID: &str = "job-uid";
+pub const NS: &str = "ns";
+/// An arbitrary fixed origin for test clocks.
+pub const T0: i64 = 1_700_000_000;
+
+/// `T0 + secs`.
+pub fn at(secs: i64) -> Timestamp {
+    Timestamp::from_second(T0 + secs).unwrap()
+}
+
+/// A stored job (`ns/<name>`, uid `JOB_UID`) whose templates each run one `tensorflow`
+/// container.
+pub fn job(name: &str, replicas: &[(ReplicaType, i32, RestartPolicy)]) -> TFJob {
+    let specs = replicas
+        .iter()
+        .map(|&(t, n, policy)| {
+            let container = Container {
+                name: "tensorflow".into(),
+                image: Some("img".into()),
+                ..Default::default()
+            };
+            let template = PodTemplateSpec {
+                metadata: None,
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    ..Default::default()
+                }),
+            };
+            (
+                t,
+                ReplicaSpec {
+                    replicas: Some(n),
+                    template,
+                    restart_policy: Some(policy),
+                },
+            )
+        })
+        .collect();
+    let mut job = TFJob::new(
+        name,
+        TFJobSpec {
+            tf_replica_specs: specs,
+            ..Default::default()
+        },
+    );
+    job.metadata.namespace = Some(NS.into());
+    job.metadata.uid = Some(JOB_UID.into());
+    job
+}
+
+fn child_meta(job: &TFJob, t: ReplicaType, i: i32) -> ObjectMeta {
+    let name = job.metadata.name.clone().unwrap();
+    let labels = [
+        (LABEL_OPERATOR_NAME, OPERATOR_NAME.to_string()),
+        (LABEL_JOB_NAME, name.clone()),
+        (LABEL_REPLICA_TYPE, t.lower().to_string()),
+        (LABEL_REPLICA_INDEX, i.to_string()),
+    ];
+    let owner = OwnerReference {
+        api_version: "kubeflow.org/v1".into(),
+        kind: "TFJob".into(),
+        name: name.clone(),
+        uid: JOB_UID.into(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    ObjectMeta {
+        name: Some(child_name(&name, t, i)),
+        namespace: Some(NS.into()),
+        uid: Some(format!("uid-{}", child_name(&name, t, i))),
+        resource_version: Some("7".into()),
+        labels: Some(
+            labels
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        ),
+        owner_references: Some(vec![owner]),
+        ..Default::default()
+    }
+}
+
+/// An owned service of replica (t, i).
+pub fn service(job: &TFJob, t: ReplicaType, i: i32) -> Service {
+    Service {
+        metadata: child_meta(job, t, i),
+        ..Default::default()
+    }
+}
+
+/// Builds an owned pod of replica (t, i); phase and container state set by the methods.
+pub fn pod(job: &TFJob, t: ReplicaType, i: i32) -> PodBuilder {
+    PodBuilder(Pod {
+        metadata: child_meta(job, t, i),
+        ..Default::default()
+    })
+}
+
+pub struct PodBuilder(Pod);
+
+impl PodBuilder {
+    fn status(&mut self) -> &mut PodStatus {
+        self.0.status.get_or_insert_with(Default::default)
+    }
+
+    fn tf(&mut self) -> &mut ContainerStatus {
+        let statuses = self
+            .status()
+            .container_statuses
+            .get_or_insert_with(Vec::new);
+        if statuses.is_empty() {
+            statuses.push(ContainerStatus {
+                name: "tensorflow".into(),
+                ..Default::default()
+            });
+        }
+        &mut statuses[0]
+    }
+
+    fn phase(mut self, phase: &str) -> Self {
+        self.status().phase = Some(phase.into());
+        self
+    }
+
+    pub fn pending(self) -> Self {
+        self.phase("Pending")
+    }
+
+    pub fn running(self) -> Self {
+        self.phase("Running")
+    }
+
+    /// Succeeded, `tensorflow` exited 0.
+    pub fn succeeded(self) -> Self {
+        self.phase("Succeeded").exit(0)
+    }
+
+    /// Failed; `code` None = the `tensorflow` container never terminated (eviction).
+    pub fn failed(self, code: Option<i32>) -> Self {
+        let builder = self.phase("Failed");
+        match code {
+            Some(code) => builder.exit(code),
+            None => builder,
+        }
+    }
+
+    fn exit(mut self, code: i32) -> Self {
+        self.tf().state = Some(terminated(code));
+        self
+    }
+
+    /// An earlier incarnation of the container exited with `code`.
+    pub fn last_exit(mut self, code: i32) -> Self {
+        self.tf().last_state = Some(terminated(code));
+        self
+    }
+
+    /// The kubelet restarted the `tensorflow` container `n` times.
+    pub fn restarts(mut self, n: i32) -> Self {
+        self.tf().restart_count = n;
+        self
+    }
+
+    pub fn terminating(mut self) -> Self {
+        self.0.metadata.deletion_timestamp = Some(Time(at(-1)));
+        self
+    }
+
+    /// Owned by another uid (Some) or by nobody (None).
+    pub fn owner_uid(mut self, uid: Option<&str>) -> Self {
+        let refs = self.0.metadata.owner_references.take().unwrap_or_default();
+        self.0.metadata.owner_references = uid.map(|uid| {
+            refs.into_iter()
+                .map(|r| OwnerReference {
+                    uid: uid.into(),
+                    ..r
+                })
+                .collect()
+        });
+        self
+    }
+
+    pub fn build(self) -> Pod {
+        self.0
+    }
+}
+
+fn terminated(code: i32) -> ContainerState {
+    ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: code,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,80 @@
+//! One pass's view of a job: the defaulted spec, its names and `now`, with the small
+//! questions every rule asks of them. Pure.
+
+use jiff::Timestamp;
+
+use crate::reconcile::plan::model::Settings;
+use crate::reconcile::plan::replicas::Key;
+use crate::crd::defaults::with_defaults;
+use crate::crd::{ReplicaType, RestartPolicy, RunPolicy, TFJob, TFJobSpec};
+
+/// The job as the rules of one pass see it. Defaults are applied here, in memory, on every
+/// pass (docs/behaviour.md §2): they are never written back to the spec.
+#[derive(Clone, Debug)]
+pub struct JobView<'a> {
+    pub job: &'a TFJob,
+    pub spec: TFJobSpec,
+    pub run_policy: RunPolicy,
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub now: Timestamp,
+    pub cluster_domain: Option<&'a str>,
+}
+
+impl<'a> JobView<'a> {
+    pub fn new(job: &'a TFJob, now: Timestamp, settings: &'a Settings) -> Self {
+        let spec = with_defaults(&job.spec);
+        let run_policy = spec.run_policy.clone().unwrap_or_default();
+        Self {
+            job,
+            spec,
+            run_policy,
+            name: job.metadata.name.as_deref().unwrap_or_default(),
+            namespace: job.metadata.namespace.as_deref().unwrap_or_default(),
+            now,
+            cluster_domain: settings.cluster_domain.as_deref(),
+        }
+    }
+
+    pub fn run_policy(&self) -> &RunPolicy {
+        &self.run_policy
+    }
+
+    pub fn suspended(&self) -> bool {
+        self.run_policy.suspend.unwrap_or(false)
+    }
+
+    pub fn dynamic_workers(&self) -> bool {
+        self.spec.enable_dynamic_worker.unwrap_or(false)
+    }
+
+    pub fn restart_policy(&self, t: ReplicaType) -> RestartPolicy {
+        self.spec
+            .tf_replica_specs
+            .get(t)
+            .and_then(|s| s.restart_policy)
+            .unwrap_or_default()
+    }
+
+    /// Each replica type of the spec with its replica count, in canonical type order.
+    pub fn replicas(&self) -> impl Iterator<Item = (ReplicaType, i32)> + '_ {
+        self.spec
+            .tf_replica_specs
+            .iter()
+            .map(|(t, s)| (t, s.count()))
+    }
+
+    /// Every replica the spec asks for, in (type, index) order: the order in which
+    /// failures are decided, so one pass always decides the same way.
+    pub fn keys(&self) -> Vec<Key> {
+        self.replicas()
+            .flat_map(|(t, n)| (0..n).map(move |i| (t, i)))
+            .collect()
+    }
+
+    /// Whether the spec asks for this replica (false for surplus after a scale-down).
+    pub fn wants(&self, (t, i): Key) -> bool {
+        self.replicas()
+            .any(|(rt, n)| rt == t && (0..n).contains(&i))
+    }
+}

@@ -1,0 +1,585 @@
+//! What the controller keeps of each pod and service it watches, and the caches that hold
+//! them, indexed by job. In memory only (fed by watch events).
+//!
+//! Ours rather than kube-runtime's reflector `Store`, which keeps every whole object in one
+//! flat map: a pass would scan (and copy) every pod of the scope to find its own.
+//!
+//! A cached child is read straight from the watch's JSON into a small struct: its identity,
+//! the three labels that place it (job, replica type, index), its controller reference, its
+//! deletion mark and, for pods, the phase and the container states the planner reads. The
+//! rest of the object (the pod spec, managed fields, images, timestamps) is skipped while
+//! parsing and never held: a cached pod is a few hundred bytes, not the 2–5 KiB of a decoded
+//! `Pod`. A pass asks the cache for its own job's children only, as full `Pod`/`Service`
+//! values built from what was kept (docs/behaviour.md §14).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, Pod,
+    PodStatus, Service,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kube::Resource;
+use kube::runtime::watcher::Event;
+use serde::{Deserialize, Deserializer};
+
+use crate::crd::labels::{LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE};
+
+/// The labels a cached child keeps: the ones that say whose it is and which replica.
+const KEPT_LABELS: [&str; 3] = [LABEL_JOB_NAME, LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX];
+
+/// A cached pod.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CachedPod {
+    #[serde(deserialize_with = "lean_meta")]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub status: Option<PodState>,
+}
+
+/// A cached service: only its identity matters.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CachedService {
+    #[serde(deserialize_with = "lean_meta")]
+    pub metadata: ObjectMeta,
+}
+
+/// What is kept of a pod's status.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodState {
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub container_statuses: Vec<ContainerBrief>,
+}
+
+/// What is kept of a container's status: restarts, why it waits, how it ended.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerBrief {
+    pub name: String,
+    #[serde(default)]
+    pub restart_count: i32,
+    #[serde(default)]
+    pub state: StateBrief,
+    #[serde(default)]
+    pub last_state: StateBrief,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StateBrief {
+    #[serde(default)]
+    pub waiting: Option<Reason>,
+    #[serde(default)]
+    pub terminated: Option<Exit>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct Reason {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Exit {
+    pub exit_code: i32,
+}
+
+/// The metadata fields a cached child keeps; serde skips every other one unparsed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    owner_references: Vec<OwnerReference>,
+    deletion_timestamp: Option<Time>,
+}
+
+fn lean_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    let wire = WireMeta::deserialize(deserializer)?;
+    Ok(ObjectMeta {
+        name: wire.name,
+        namespace: wire.namespace,
+        uid: wire.uid,
+        resource_version: wire.resource_version,
+        labels: Some(kept_labels(wire.labels)),
+        owner_references: Some(controller_only(wire.owner_references)),
+        deletion_timestamp: wire.deletion_timestamp,
+        ..ObjectMeta::default()
+    })
+}
+
+fn kept_labels(mut labels: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    labels.retain(|k, _| KEPT_LABELS.contains(&k.as_str()));
+    labels
+}
+
+fn controller_only(mut owners: Vec<OwnerReference>) -> Vec<OwnerReference> {
+    owners.retain(|o| o.controller == Some(true));
+    owners.shrink_to_fit();
+    owners
+}
+
+impl CachedPod {
+    /// What the cache keeps of `pod` (used for the pods this controller just created).
+    pub fn of(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        let status = pod.status.as_ref().map(|s| PodState {
+            phase: s.phase.clone(),
+            container_statuses: s
+                .container_statuses
+                .iter()
+                .flatten()
+                .map(ContainerBrief::of)
+                .collect(),
+        });
+        Self {
+            metadata: kept_meta(meta),
+            status,
+        }
+    }
+
+    /// The pod as the decision core reads it.
+    pub fn to_pod(&self) -> Pod {
+        Pod {
+            metadata: self.metadata.clone(),
+            spec: None,
+            status: self.status.as_ref().map(|s| PodStatus {
+                phase: s.phase.clone(),
+                container_statuses: Some(
+                    s.container_statuses
+                        .iter()
+                        .map(ContainerBrief::to_status)
+                        .collect(),
+                ),
+                ..PodStatus::default()
+            }),
+        }
+    }
+}
+
+impl CachedService {
+    /// What the cache keeps of `service` (used for the services this controller just created).
+    pub fn of(service: &Service) -> Self {
+        Self {
+            metadata: kept_meta(&service.metadata),
+        }
+    }
+
+    pub fn to_service(&self) -> Service {
+        Service {
+            metadata: self.metadata.clone(),
+            ..Service::default()
+        }
+    }
+}
+
+fn kept_meta(meta: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        labels: Some(kept_labels(meta.labels.clone().unwrap_or_default())),
+        owner_references: Some(controller_only(
+            meta.owner_references.clone().unwrap_or_default(),
+        )),
+        deletion_timestamp: meta.deletion_timestamp.clone(),
+        ..ObjectMeta::default()
+    }
+}
+
+impl ContainerBrief {
+    fn of(c: &ContainerStatus) -> Self {
+        let brief = |s: Option<&ContainerState>| StateBrief {
+            waiting: s.and_then(|s| s.waiting.as_ref()).map(|w| Reason {
+                reason: w.reason.clone(),
+            }),
+            terminated: s.and_then(|s| s.terminated.as_ref()).map(|t| Exit {
+                exit_code: t.exit_code,
+            }),
+        };
+        Self {
+            name: c.name.clone(),
+            restart_count: c.restart_count,
+            state: brief(c.state.as_ref()),
+            last_state: brief(c.last_state.as_ref()),
+        }
+    }
+
+    fn to_status(&self) -> ContainerStatus {
+        let state = |s: &StateBrief| ContainerState {
+            waiting: s.waiting.as_ref().map(|w| ContainerStateWaiting {
+                reason: w.reason.clone(),
+                ..Default::default()
+            }),
+            terminated: s.terminated.as_ref().map(|t| ContainerStateTerminated {
+                exit_code: t.exit_code,
+                ..Default::default()
+            }),
+            running: None,
+        };
+        ContainerStatus {
+            name: self.name.clone(),
+            restart_count: self.restart_count,
+            state: Some(state(&self.state)),
+            last_state: Some(state(&self.last_state)),
+            ..Default::default()
+        }
+    }
+}
+
+/// The kind a cached type stands for, for the `Resource` impls kube's watcher needs.
+pub trait ChildKind {
+    const KIND: &'static str;
+    const PLURAL: &'static str;
+}
+
+impl ChildKind for CachedPod {
+    const KIND: &'static str = "Pod";
+    const PLURAL: &'static str = "pods";
+}
+
+impl ChildKind for CachedService {
+    const KIND: &'static str = "Service";
+    const PLURAL: &'static str = "services";
+}
+
+macro_rules! core_v1_resource {
+    ($t:ty) => {
+        impl Resource for $t {
+            type DynamicType = ();
+            type Scope = kube::core::NamespaceResourceScope;
+
+            fn kind(_: &()) -> Cow<'_, str> {
+                <$t as ChildKind>::KIND.into()
+            }
+            fn group(_: &()) -> Cow<'_, str> {
+                "".into()
+            }
+            fn version(_: &()) -> Cow<'_, str> {
+                "v1".into()
+            }
+            fn plural(_: &()) -> Cow<'_, str> {
+                <$t as ChildKind>::PLURAL.into()
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
+core_v1_resource!(CachedPod);
+core_v1_resource!(CachedService);
+
+/// (namespace, job name): the children of one job.
+type JobKey = (String, String);
+type Buckets<K> = HashMap<JobKey, BTreeMap<String, Arc<K>>>;
+
+/// A watch's objects, grouped by the job whose name they carry, so a pass reads its own
+/// children without going through everybody's. Fed by the watch's events (`update`); read by
+/// passes. Objects without a job label are kept under the empty job name.
+pub struct ChildCache<K> {
+    state: Arc<RwLock<State<K>>>,
+}
+
+impl<K> Clone for ChildCache<K> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+        }
+    }
+}
+
+struct State<K> {
+    current: Filing<K>,
+    /// A (re-)list under way: what it listed so far, in place of `current` at its end (the
+    /// old content serves reads until then, as in kube's reflector).
+    listing: Option<Filing<K>>,
+}
+
+/// Objects filed by job.
+struct Filing<K> {
+    by_job: Buckets<K>,
+    /// Where each object is filed, by (namespace, name): its job, so an object whose job
+    /// label changed leaves its old place.
+    filed: HashMap<(String, String), String>,
+}
+
+impl<K> Default for Filing<K> {
+    fn default() -> Self {
+        Self {
+            by_job: HashMap::new(),
+            filed: HashMap::new(),
+        }
+    }
+}
+
+impl<K> Default for ChildCache<K> {
+    fn default() -> Self {
+        Self {
+            state: Arc::new(RwLock::new(State {
+                current: Filing::default(),
+                listing: None,
+            })),
+        }
+    }
+}
+
+/// ((namespace, name), job name) of a child.
+fn place<K: Resource>(obj: &K) -> ((String, String), String) {
+    let meta = obj.meta();
+    let ns = meta.namespace.clone().unwrap_or_default();
+    let name = meta.name.clone().unwrap_or_default();
+    let job = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_JOB_NAME))
+        .cloned()
+        .unwrap_or_default();
+    ((ns, name), job)
+}
+
+impl<K: Resource> Filing<K> {
+    fn file(&mut self, obj: Arc<K>) {
+        let (at, job) = place(&*obj);
+        if let Some(old_job) = self.filed.get(&at)
+            && *old_job != job
+        {
+            let old_job = old_job.clone();
+            self.unfile(&at, &old_job);
+        }
+        self.filed.insert(at.clone(), job.clone());
+        let (ns, name) = at;
+        self.by_job.entry((ns, job)).or_default().insert(name, obj);
+    }
+
+    fn remove(&mut self, obj: &K) {
+        let (at, _) = place(obj);
+        if let Some(job) = self.filed.remove(&at) {
+            self.unfile(&at, &job);
+        }
+    }
+
+    fn unfile(&mut self, (ns, name): &(String, String), job: &str) {
+        let key = (ns.clone(), job.to_string());
+        if let Some(bucket) = self.by_job.get_mut(&key) {
+            bucket.remove(name);
+            if bucket.is_empty() {
+                self.by_job.remove(&key);
+            }
+        }
+    }
+}
+
+impl<K: Resource> ChildCache<K> {
+    fn read(&self) -> RwLockReadGuard<'_, State<K>> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that
+        // matters more than losing the cache; keep serving.
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State<K>> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies one watch event, as kube's reflector does to its store.
+    pub fn update(&self, event: &Event<K>)
+    where
+        K: Clone,
+    {
+        let mut state = self.write();
+        match event {
+            Event::Apply(obj) => state.current.file(Arc::new(obj.clone())),
+            Event::Delete(obj) => state.current.remove(obj),
+            Event::Init => state.listing = Some(Filing::default()),
+            Event::InitApply(obj) => {
+                if let Some(listing) = &mut state.listing {
+                    listing.file(Arc::new(obj.clone()));
+                }
+            }
+            Event::InitDone => {
+                if let Some(listing) = state.listing.take() {
+                    state.current = listing;
+                }
+            }
+        }
+    }
+
+    /// The objects carrying job `job`'s name in `namespace`, by name.
+    pub fn of_job(&self, namespace: &str, job: &str) -> Vec<Arc<K>> {
+        self.read()
+            .current
+            .by_job
+            .get(&(namespace.to_string(), job.to_string()))
+            .map(|b| b.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every object (for the start of a re-list, to tell which ones it no longer has).
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.read()
+            .current
+            .by_job
+            .values()
+            .flat_map(|b| b.values().cloned())
+            .collect()
+    }
+
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.read().current.filed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod_json(name: &str, job: &str) -> serde_json::Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                "resourceVersion": "7",
+                "labels": {
+                    "training.kubeflow.org/job-name": job,
+                    "training.kubeflow.org/replica-type": "worker",
+                    "training.kubeflow.org/replica-index": "0",
+                    "training.kubeflow.org/operator-name": "tfjob-controller",
+                    "team": "a"
+                },
+                "annotations": {"big": "x".repeat(1000)},
+                "ownerReferences": [
+                    {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": job,
+                     "uid": "job-uid", "controller": true},
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "cm"}
+                ],
+                "managedFields": [{"manager": "kubectl", "operation": "Update"}]
+            },
+            "spec": {"containers": [{"name": "tensorflow", "image": "tf",
+                                     "env": [{"name": "TF_CONFIG", "value": "{}"}]}]},
+            "status": {
+                "phase": "Failed", "podIP": "10.0.0.1", "message": "m",
+                "containerStatuses": [{
+                    "name": "tensorflow", "image": "tf", "imageID": "sha", "ready": false,
+                    "restartCount": 2,
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                    "lastState": {"waiting": {"reason": "CrashLoopBackOff"}}
+                }]
+            }
+        })
+    }
+
+    #[test]
+    fn a_cached_pod_keeps_what_the_planner_reads_and_nothing_else() {
+        let cached: CachedPod = serde_json::from_value(pod_json("j-worker-0", "j")).unwrap();
+        let pod = cached.to_pod();
+        let meta = &pod.metadata;
+        assert_eq!(meta.name.as_deref(), Some("j-worker-0"));
+        assert_eq!(meta.uid.as_deref(), Some("uid-j-worker-0"));
+        assert_eq!(meta.resource_version.as_deref(), Some("7"));
+        let labels: Vec<&str> = meta
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let mut kept = KEPT_LABELS.to_vec();
+        kept.sort();
+        assert_eq!(labels, kept, "user and operator-name labels are dropped");
+        let owners = meta.owner_references.as_deref().unwrap();
+        assert_eq!(owners.len(), 1, "only the controller reference");
+        assert_eq!(owners[0].uid, "job-uid");
+        assert!(meta.annotations.is_none() && meta.managed_fields.is_none());
+        assert!(pod.spec.is_none());
+        let status = pod.status.unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Failed"));
+        assert!(status.message.is_none() && status.pod_ip.is_none());
+        let c = &status.container_statuses.unwrap()[0];
+        assert_eq!((c.name.as_str(), c.restart_count), ("tensorflow", 2));
+        let exit = c
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .map(|t| t.exit_code);
+        assert_eq!(exit, Some(137));
+        let waiting = c.last_state.as_ref().and_then(|s| s.waiting.as_ref());
+        assert_eq!(
+            waiting.and_then(|w| w.reason.as_deref()),
+            Some("CrashLoopBackOff")
+        );
+    }
+
+    #[test]
+    fn a_pod_we_created_is_kept_as_the_watch_would_keep_it() {
+        let full: Pod = serde_json::from_value(pod_json("j-worker-0", "j")).unwrap();
+        let from_watch: CachedPod = serde_json::from_value(pod_json("j-worker-0", "j")).unwrap();
+        assert_eq!(CachedPod::of(&full).to_pod(), from_watch.to_pod());
+    }
+
+    fn event_pod(name: &str, job: &str) -> CachedPod {
+        serde_json::from_value(pod_json(name, job)).unwrap()
+    }
+
+    fn names(pods: Vec<Arc<CachedPod>>) -> Vec<String> {
+        pods.iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn children_are_found_by_job_and_follow_their_label() {
+        let cache = ChildCache::<CachedPod>::default();
+        cache.update(&Event::Init);
+        cache.update(&Event::InitApply(event_pod("a-worker-0", "a")));
+        cache.update(&Event::InitApply(event_pod("b-worker-0", "b")));
+        cache.update(&Event::InitDone);
+        cache.update(&Event::Apply(event_pod("a-worker-1", "a")));
+        assert_eq!(names(cache.of_job("ns", "a")), ["a-worker-0", "a-worker-1"]);
+        assert_eq!(names(cache.of_job("other", "a")), Vec::<String>::new());
+        // Relabelled by hand to job b: it leaves a.
+        cache.update(&Event::Apply(event_pod("a-worker-1", "b")));
+        assert_eq!(names(cache.of_job("ns", "a")), ["a-worker-0"]);
+        assert_eq!(names(cache.of_job("ns", "b")), ["a-worker-1", "b-worker-0"]);
+        cache.update(&Event::Delete(event_pod("a-worker-1", "b")));
+        assert_eq!(names(cache.of_job("ns", "b")), ["b-worker-0"]);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn a_relist_replaces_the_content_at_its_end_and_serves_the_old_one_meanwhile() {
+        let cache = ChildCache::<CachedPod>::default();
+        cache.update(&Event::Init);
+        cache.update(&Event::InitApply(event_pod("a-worker-0", "a")));
+        cache.update(&Event::InitDone);
+        cache.update(&Event::Init);
+        cache.update(&Event::InitApply(event_pod("b-worker-0", "b")));
+        assert_eq!(
+            names(cache.all()),
+            ["a-worker-0"],
+            "old content until the list ends"
+        );
+        cache.update(&Event::InitDone);
+        assert_eq!(names(cache.all()), ["b-worker-0"]);
+        assert!(cache.of_job("ns", "a").is_empty());
+    }
+}

@@ -1,0 +1,20 @@
+//! Tests that need no cluster: the CRD, `render`, `convert`, the seeds, what ships (config/,
+//! Dockerfile, README), the demo's outcomes (it starts its own simulator) and the layers of
+//! the source tree. One binary, so the operator is linked once.
+
+// The demo's own modules, as `cargo run --example local` builds them.
+#[allow(dead_code)]
+#[path = "../examples/local/demo.rs"]
+mod demo;
+#[path = "../examples/local/watch.rs"]
+mod watch;
+
+mod offline {
+    mod convert;
+    mod crd;
+    mod demo;
+    mod layers;
+    mod render;
+    mod seeds;
+    mod shipping;
+}
