@@ -86,7 +86,9 @@ pub async fn run_scope(
         .default_backoff()
         .reflect(job_writer);
     let memory = shared.clone();
-    let jobs_applied = jobs_applied(job_events, jobs.clone(), move |uid| memory.memory.forget(uid));
+    let jobs_applied = jobs_applied(job_events, jobs.clone(), move |uid| {
+        memory.memory.forget(uid)
+    });
     let caches = Caches {
         pods: pod_sync,
         services: service_sync,

@@ -10,8 +10,8 @@ use futures::FutureExt;
 use kube::{Api, Client};
 use tokio::sync::watch;
 
-use crate::http::{self, Endpoints, Probes};
 use crate::controller::run_scope;
+use crate::http::{self, Endpoints, Probes};
 use crate::reconcile::Shared;
 use crate::reconcile::plan::model::Settings;
 use crate::runtime::leader::LeaderElector;

@@ -11,8 +11,8 @@ use crate::convert::older_form_hint;
 use crate::crd::TFJob;
 use crate::crd::check::check;
 use crate::crd::defaults::{legacy_run_policy_fields, with_defaults};
-use crate::crd::validation::{parse_tfjob, validate};
 use crate::crd::labels::job_name;
+use crate::crd::validation::{parse_tfjob, validate};
 use crate::reconcile::build::children::{pod, service, template_sets_restart_policy};
 use crate::reconcile::build::gang::{Gang, podgroup, pods as gang_pods};
 

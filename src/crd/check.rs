@@ -11,8 +11,8 @@ use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 
-use super::schema::crd;
 use super::field_error::FieldError;
+use super::schema::crd;
 use path::At;
 use words::{empty_of, flag, num, render, suggestion, type_mismatch};
 

@@ -3,7 +3,9 @@
 
 use k8s_openapi::api::core::v1::{ContainerPort, PodSpec};
 
-use super::spec::{CleanPodPolicy, DEFAULT_REPLICAS, RestartPolicy, RunPolicy, SuccessPolicy, TFJobSpec};
+use super::spec::{
+    CleanPodPolicy, DEFAULT_REPLICAS, RestartPolicy, RunPolicy, SuccessPolicy, TFJobSpec,
+};
 
 /// Name of the container that gets TF_CONFIG and the default port.
 pub const TF_CONTAINER: &str = "tensorflow";

@@ -1,12 +1,12 @@
 //! The TFJob API (`kubeflow.org/v1`): types, the generated CRD, defaulting and validation.
 //! Pure: no I/O.
 
+pub mod cached;
 pub mod check;
 pub mod defaults;
-pub mod form;
 pub mod field_error;
+pub mod form;
 pub mod labels;
-pub mod cached;
 pub mod replica_type;
 pub mod schema;
 pub mod spec;

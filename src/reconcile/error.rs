@@ -46,7 +46,10 @@ mod tests {
     #[test]
     fn the_message_names_the_step_and_the_label_the_error() {
         let e = Step::Observe.failed()(Error::CachesNotSynced);
-        assert_eq!(e.to_string(), "observe: the pod and service caches are not synced yet");
+        assert_eq!(
+            e.to_string(),
+            "observe: the pod and service caches are not synced yet"
+        );
         assert_eq!(e.metric_label(), "caches_not_synced");
         let e = Step::WriteChildren.failed()(Error::ChildChanged { name: "a".into() });
         assert_eq!(e.metric_label(), "child_changed");

@@ -9,12 +9,12 @@
 
 pub mod apply;
 pub mod build;
-pub mod context;
-pub mod error;
-pub mod job;
-pub mod memory;
-pub mod observe;
-pub mod plan;
+pub(crate) mod context;
+pub(crate) mod error;
+pub(crate) mod job;
+pub(crate) mod memory;
+pub(crate) mod observe;
+pub(crate) mod plan;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,7 +46,13 @@ pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Acti
     }
     let (shared, now) = (&ctx.shared, Timestamp::now());
     let observed = observe::observe(&ctx, &object, &job, now);
-    let plan = plan::plan(object.0.as_ref(), job.name, &observed, now, &shared.settings);
+    let plan = plan::plan(
+        object.0.as_ref(),
+        job.name,
+        &observed,
+        now,
+        &shared.settings,
+    );
     let refused = apply::children(&Target::new(shared, &job), &plan)
         .await
         .map_err(Step::WriteChildren.failed())?;
@@ -54,7 +60,9 @@ pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Acti
         .await
         .map_err(Step::WriteStatus.failed())?;
     if plan.delete_job {
-        apply::job::delete(shared, &job).await.map_err(Step::DeleteJob.failed())?;
+        apply::job::delete(shared, &job)
+            .await
+            .map_err(Step::DeleteJob.failed())?;
     }
     if let Some(error) = refused {
         return Err(Step::WriteChildren.failed()(error));

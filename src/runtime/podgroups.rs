@@ -16,13 +16,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::Client;
 use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher as watch_api};
-use kube::Client;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

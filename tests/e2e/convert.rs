@@ -13,32 +13,32 @@ use tfjob_operator::render::render;
 const SEEDS: [(&str, &str); 7] = [
     (
         "011-v1alpha1-example-job.yaml",
-        include_str!("fixtures/seeds/011-v1alpha1-example-job.yaml"),
+        include_str!("../fixtures/seeds/011-v1alpha1-example-job.yaml"),
     ),
     (
         "012-v1alpha1-tf-smoke-gpu.yaml",
-        include_str!("fixtures/seeds/012-v1alpha1-tf-smoke-gpu.yaml"),
+        include_str!("../fixtures/seeds/012-v1alpha1-tf-smoke-gpu.yaml"),
     ),
     (
         "014-v1beta1-example-tfjob.yaml",
-        include_str!("fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
+        include_str!("../fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
     ),
     (
         "015-v1beta1-module6-ex1-gpu.yaml",
-        include_str!("fixtures/seeds/015-v1beta1-module6-ex1-gpu.yaml"),
+        include_str!("../fixtures/seeds/015-v1beta1-module6-ex1-gpu.yaml"),
     ),
     (
         "017-t9k-tensorflow-example-scheduler-tensorboard.yaml",
-        include_str!("fixtures/seeds/017-t9k-tensorflow-example-scheduler-tensorboard.yaml"),
+        include_str!("../fixtures/seeds/017-t9k-tensorflow-example-scheduler-tensorboard.yaml"),
     ),
     (
         "008-mnist-get-output-legacy-fields.yaml",
-        include_str!("fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
+        include_str!("../fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
     ),
     (
         // The v1alpha1 `kubectl get -o yaml` output, renamed so it runs beside 011.
         "013-v1alpha1-example-job-get-output.yaml",
-        include_str!("fixtures/seeds/013-v1alpha1-example-job-get-output.yaml"),
+        include_str!("../fixtures/seeds/013-v1alpha1-example-job-get-output.yaml"),
     ),
 ];
 

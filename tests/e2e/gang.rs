@@ -14,9 +14,9 @@ use crate::support::{TestCluster, annotate, eventually, job, settle, until};
 use tfjob_operator::crd::ConditionType;
 use tfjob_operator::reconcile::build::gang::Gang;
 
-const PLUGINS_CRD: &str = include_str!("fixtures/podgroup-crds/scheduling.x-k8s.io_podgroups.yaml");
+const PLUGINS_CRD: &str = include_str!("../fixtures/podgroup-crds/scheduling.x-k8s.io_podgroups.yaml");
 const VOLCANO_CRD: &str =
-    include_str!("fixtures/podgroup-crds/scheduling.volcano.sh_podgroups.yaml");
+    include_str!("../fixtures/podgroup-crds/scheduling.volcano.sh_podgroups.yaml");
 const RUN: &str = "sim.tfjob.dev/run-seconds";
 
 fn plugins() -> Gang {

@@ -13,42 +13,42 @@ use tfjob_operator::render::render;
 const OLDER: [(&str, &str, usize); 8] = [
     (
         "011-v1alpha1-example-job.yaml",
-        include_str!("fixtures/seeds/011-v1alpha1-example-job.yaml"),
+        include_str!("../fixtures/seeds/011-v1alpha1-example-job.yaml"),
         4,
     ),
     (
         "012-v1alpha1-tf-smoke-gpu.yaml",
-        include_str!("fixtures/seeds/012-v1alpha1-tf-smoke-gpu.yaml"),
+        include_str!("../fixtures/seeds/012-v1alpha1-tf-smoke-gpu.yaml"),
         1,
     ),
     (
         "013-v1alpha1-example-job-get-output.yaml",
-        include_str!("fixtures/seeds/013-v1alpha1-example-job-get-output.yaml"),
+        include_str!("../fixtures/seeds/013-v1alpha1-example-job-get-output.yaml"),
         4,
     ),
     (
         "014-v1beta1-example-tfjob.yaml",
-        include_str!("fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
+        include_str!("../fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
         1,
     ),
     (
         "015-v1beta1-module6-ex1-gpu.yaml",
-        include_str!("fixtures/seeds/015-v1beta1-module6-ex1-gpu.yaml"),
+        include_str!("../fixtures/seeds/015-v1beta1-module6-ex1-gpu.yaml"),
         1,
     ),
     (
         "016-t9k-tensorflow-example.yaml",
-        include_str!("fixtures/seeds/016-t9k-tensorflow-example.yaml"),
+        include_str!("../fixtures/seeds/016-t9k-tensorflow-example.yaml"),
         4,
     ),
     (
         "017-t9k-tensorflow-example-scheduler-tensorboard.yaml",
-        include_str!("fixtures/seeds/017-t9k-tensorflow-example-scheduler-tensorboard.yaml"),
+        include_str!("../fixtures/seeds/017-t9k-tensorflow-example-scheduler-tensorboard.yaml"),
         4,
     ),
     (
         "008-mnist-get-output-legacy-fields.yaml",
-        include_str!("fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
+        include_str!("../fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
         1,
     ),
 ];

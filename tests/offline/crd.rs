@@ -5,7 +5,7 @@ use kube_cel::Validator;
 use serde_json::{Value, json};
 use tfjob_operator::crd::schema::{crd, crd_yaml};
 
-const COMMITTED: &str = include_str!("../crds/kubeflow.org_tfjobs.yaml");
+const COMMITTED: &str = include_str!("../../crds/kubeflow.org_tfjobs.yaml");
 /// `kubectl apply` stores the object in an annotation limited to 256 KiB.
 const LAST_APPLIED_LIMIT: usize = 262_144;
 

@@ -16,7 +16,7 @@ struct Row {
 }
 
 fn readme_rows() -> Vec<Row> {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let prefix = "| `cargo run --example local -- ";
     readme
         .lines()

@@ -13,20 +13,36 @@ use std::path::{Path, PathBuf};
 const PURE: &[&str] = &["crd", "reconcile/plan", "reconcile/build"];
 
 /// What a pure file may not name: an API client, the async runtime, the I/O layers.
-const IMPURE_WORDS: &[&str] = &["kube::Api", "kube::Client", "Client", "Api<", "tokio", "std::fs", "std::net"];
+const IMPURE_WORDS: &[&str] = &[
+    "kube::Api",
+    "kube::Client",
+    "Client",
+    "Api<",
+    "tokio",
+    "std::fs",
+    "std::net",
+];
 
 #[test]
 fn src_has_no_import_circle() {
     let crate_ = Crate::read(&root().join("src"));
     let circles = crate_.circles();
-    assert!(circles.is_empty(), "import circles in src/:\n{}", circles.join("\n"));
+    assert!(
+        circles.is_empty(),
+        "import circles in src/:\n{}",
+        circles.join("\n")
+    );
 }
 
 #[test]
 fn sim_has_no_import_circle() {
     let crate_ = Crate::read(&root().join("sim/src"));
     let circles = crate_.circles();
-    assert!(circles.is_empty(), "import circles in sim/src/:\n{}", circles.join("\n"));
+    assert!(
+        circles.is_empty(),
+        "import circles in sim/src/:\n{}",
+        circles.join("\n")
+    );
 }
 
 #[test]
@@ -48,7 +64,11 @@ fn pure_folders_name_no_client_runtime_or_io_layer() {
             }
         }
     }
-    assert!(found.is_empty(), "pure folders reach outside:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "pure folders reach outside:\n{}",
+        found.join("\n")
+    );
 }
 
 /// The checker itself finds what it is meant to find.
@@ -63,7 +83,10 @@ fn the_checker_sees_a_circle_and_a_client() {
     write("lib.rs", "pub mod a;\npub mod b;\npub mod crd;\n");
     write("a.rs", "use crate::b::{B, other::C};\npub struct A;\n");
     write("b/mod.rs", "pub mod other;\npub struct B;\n");
-    write("b/other.rs", "pub struct C;\nfn f() -> crate::a::A { crate::a::A }\n");
+    write(
+        "b/other.rs",
+        "pub struct C;\nfn f() -> crate::a::A { crate::a::A }\n",
+    );
     write("crd/mod.rs", "pub mod spec;\npub use spec::*;\n");
     write("crd/spec.rs", "use kube::Client;\npub struct Spec;\n");
     let crate_ = Crate::read(&dir);
@@ -78,7 +101,8 @@ fn root() -> PathBuf {
 }
 
 fn is_pure(file: &str) -> bool {
-    PURE.iter().any(|p| file.starts_with(&format!("{p}/")) || file == format!("{p}.rs"))
+    PURE.iter()
+        .any(|p| file.starts_with(&format!("{p}/")) || file == format!("{p}.rs"))
 }
 
 /// `word` as a whole path or name in `code` (not part of a longer identifier).
@@ -87,8 +111,9 @@ fn mentions(code: &str, word: &str) -> bool {
     code.match_indices(word).any(|(i, _)| {
         let before = code[..i].chars().next_back();
         let after = code[i + word.len()..].chars().next();
-        !before.is_some_and(ident)
-            && !(word.ends_with(|c: char| ident(c)) && after.is_some_and(ident))
+        let starts_inside = before.is_some_and(ident);
+        let ends_inside = word.ends_with(ident) && after.is_some_and(ident);
+        !(starts_inside || ends_inside)
     })
 }
 
@@ -111,15 +136,29 @@ impl Crate {
     fn read(src: &Path) -> Self {
         let mut files = BTreeMap::new();
         for file in rust_files(src) {
-            let rel = file.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/");
+            let rel = file
+                .strip_prefix(src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
             if rel == "main.rs" || is_test_file(&rel) {
                 continue;
             }
             let text = fs::read_to_string(&file).unwrap();
             let code = without_tests(&strip_comments_and_strings(&text));
-            files.insert(rel.clone(), Module { path: module_path(&rel), code, imports: BTreeSet::new() });
+            files.insert(
+                rel.clone(),
+                Module {
+                    path: module_path(&rel),
+                    code,
+                    imports: BTreeSet::new(),
+                },
+            );
         }
-        let by_path = files.iter().map(|(f, m)| (m.path.clone(), f.clone())).collect();
+        let by_path = files
+            .iter()
+            .map(|(f, m)| (m.path.clone(), f.clone()))
+            .collect();
         let mut crate_ = Crate { files, by_path };
         let imports: Vec<(String, BTreeSet<String>)> = crate_
             .files
@@ -135,10 +174,10 @@ impl Crate {
     fn imports_of(&self, file: &str, module: &Module) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         for path in paths_in(&without_reexports(&module.code, &module.path, self)) {
-            if let Some(target) = self.resolve(&module.path, &path, 0) {
-                if target != file {
-                    out.insert(target);
-                }
+            if let Some(target) = self.resolve(&module.path, &path, 0)
+                && target != file
+            {
+                out.insert(target);
             }
         }
         out
@@ -175,7 +214,10 @@ impl Crate {
                 continue;
             }
             let module = self.by_path.get(&abs)?;
-            return Some(self.defining_file(&abs, segment, depth).unwrap_or_else(|| module.clone()));
+            return Some(
+                self.defining_file(&abs, segment, depth)
+                    .unwrap_or_else(|| module.clone()),
+            );
         }
         self.by_path.get(&abs).cloned()
     }
@@ -213,12 +255,27 @@ impl Crate {
     /// component of the import graph), as `a.rs ↔ b.rs ↔ …`.
     fn circles(&self) -> Vec<String> {
         let names: Vec<&String> = self.files.keys().collect();
-        let index: BTreeMap<&String, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let index: BTreeMap<&String, usize> =
+            names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         let edges: Vec<Vec<usize>> = names
             .iter()
-            .map(|n| self.files[*n].imports.iter().filter_map(|t| index.get(t).copied()).collect())
+            .map(|n| {
+                self.files[*n]
+                    .imports
+                    .iter()
+                    .filter_map(|t| index.get(t).copied())
+                    .collect()
+            })
             .collect();
-        let mut tarjan = Tarjan { edges: &edges, index: vec![None; names.len()], low: vec![0; names.len()], stack: Vec::new(), on_stack: vec![false; names.len()], next: 0, groups: Vec::new() };
+        let mut tarjan = Tarjan {
+            edges: &edges,
+            index: vec![None; names.len()],
+            low: vec![0; names.len()],
+            stack: Vec::new(),
+            on_stack: vec![false; names.len()],
+            next: 0,
+            groups: Vec::new(),
+        };
         for v in 0..names.len() {
             if tarjan.index[v].is_none() {
                 tarjan.visit(v);
@@ -342,7 +399,12 @@ fn strip_comments_and_strings(text: &str) -> String {
                     i += 1;
                 }
             }
-        } else if c == 'r' && (next == Some('#') || next == Some('"')) && !b.get(i.wrapping_sub(1)).is_some_and(|p| p.is_alphanumeric() || *p == '_') {
+        } else if c == 'r'
+            && (next == Some('#') || next == Some('"'))
+            && !b
+                .get(i.wrapping_sub(1))
+                .is_some_and(|p| p.is_alphanumeric() || *p == '_')
+        {
             // Raw string r#"..."#.
             let mut j = i + 1;
             let mut hashes = 0;
@@ -381,7 +443,10 @@ fn strip_comments_and_strings(text: &str) -> String {
             }
             i += 1;
             out.push_str("\"\"");
-        } else if c == '\'' && (b.get(i + 2) == Some(&'\'') || (next == Some('\\') && b.get(i + 3).is_some_and(|&x| x == '\'' ) )) {
+        } else if c == '\''
+            && (b.get(i + 2) == Some(&'\'')
+                || (next == Some('\\') && b.get(i + 3).is_some_and(|&x| x == '\'')))
+        {
             // A char literal ('a' or '\n'); lifetimes ('a) are left alone.
             i += if next == Some('\\') { 4 } else { 3 };
             out.push_str("' '");
@@ -402,7 +467,10 @@ fn without_tests(code: &str) -> String {
         let after = &rest[at..];
         // Only a `mod NAME {` block right after the attribute is cut; other items stay.
         let body = after["#[cfg(test)]".len()..].trim_start();
-        let is_block = body.starts_with("mod ") && body.find('{').is_some_and(|b| body.find(';').is_none_or(|s| b < s));
+        let is_block = body.starts_with("mod ")
+            && body
+                .find('{')
+                .is_some_and(|b| body.find(';').is_none_or(|s| b < s));
         if !is_block {
             out.push_str("#[cfg(test)]");
             rest = &after["#[cfg(test)]".len()..];
@@ -438,14 +506,21 @@ fn without_reexports(code: &str, module: &[String], crate_: &Crate) -> String {
         if !public {
             continue;
         }
-        let first = tree.trim_start_matches("self::").split("::").next().unwrap_or("").trim().to_string();
+        let first = tree
+            .trim_start_matches("self::")
+            .split("::")
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
         let mut child = module.to_vec();
         child.push(first);
-        if crate_.by_path.contains_key(&child) {
-            if let Some(at) = out.find(&format!("use {}", tree.split(' ').next().unwrap_or(""))) {
-                let end = out[at..].find(';').map_or(out.len(), |e| at + e);
-                out.replace_range(at..end, "");
-            }
+        let statement = format!("use {}", tree.split(' ').next().unwrap_or(""));
+        if crate_.by_path.contains_key(&child)
+            && let Some(at) = out.find(&statement)
+        {
+            let end = out[at..].find(';').map_or(out.len(), |e| at + e);
+            out.replace_range(at..end, "");
         }
     }
     out
@@ -460,11 +535,22 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
     }
     for start in ["crate::", "super::", "self::"] {
         for (i, _) in code.match_indices(start) {
-            if code[..i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            if code[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+            {
                 continue;
             }
-            let path: String = code[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
-            let segments: Vec<String> = path.split("::").filter(|s| !s.is_empty()).map(str::to_string).collect();
+            let path: String = code[i..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let segments: Vec<String> = path
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
             out.push(segments);
         }
     }
@@ -487,16 +573,22 @@ fn use_trees(code: &str) -> Vec<(bool, String)> {
         let line_start = code[..i].rfind(['\n', ';', '{', '}']).map_or(0, |p| p + 1);
         let before = code[line_start..i].trim();
         let public = before.starts_with("pub");
-        if !(before.is_empty() || public) || code[..i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+        if !(before.is_empty() || public)
+            || code[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
             continue;
         }
-        let Some(end) = code[i..].find(';') else { continue };
+        let Some(end) = code[i..].find(';') else {
+            continue;
+        };
         let words: Vec<&str> = code[i + 4..i + end].split_whitespace().collect();
         out.push((public, words.join(" ")));
     }
     out
 }
-
 
 /// `a::{b, c::{d, e as f}}` → `[a, b]`, `[a, c, d]`, `[a, c, e]`.
 fn expand_text(text: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
@@ -559,12 +651,23 @@ fn split_top(s: &str) -> Vec<String> {
 
 /// Whether the file defines an item named `item` (a type, function, constant, module, macro).
 fn defines(code: &str, item: &str) -> bool {
-    ["struct ", "enum ", "fn ", "const ", "static ", "type ", "trait ", "mod ", "union ", "macro_rules! "]
-        .iter()
-        .any(|kw| {
-            code.match_indices(&format!("{kw}{item}")).any(|(i, m)| {
-                let after = code[i + m.len()..].chars().next();
-                !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            })
+    [
+        "struct ",
+        "enum ",
+        "fn ",
+        "const ",
+        "static ",
+        "type ",
+        "trait ",
+        "mod ",
+        "union ",
+        "macro_rules! ",
+    ]
+    .iter()
+    .any(|kw| {
+        code.match_indices(&format!("{kw}{item}")).any(|(i, m)| {
+            let after = code[i + m.len()..].chars().next();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
         })
+    })
 }

@@ -6,8 +6,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use tfjob_operator::render::render;
 
-const DIST: &str = include_str!("fixtures/seeds/005-tfjob-dist.yaml");
-const SMOKE: &str = include_str!("fixtures/seeds/003-tf-smoke-gpu.yaml");
+const DIST: &str = include_str!("../fixtures/seeds/005-tfjob-dist.yaml");
+const SMOKE: &str = include_str!("../fixtures/seeds/003-tf-smoke-gpu.yaml");
 
 const BAD: &str = r#"
 apiVersion: kubeflow.org/v1
@@ -167,15 +167,15 @@ fn every_kind_of_problem_at_once() {
 fn older_forms_point_at_convert() {
     let cases = [
         (
-            include_str!("fixtures/seeds/011-v1alpha1-example-job.yaml"),
+            include_str!("../fixtures/seeds/011-v1alpha1-example-job.yaml"),
             "a tf-operator v1alpha1 TFJob",
         ),
         (
-            include_str!("fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
+            include_str!("../fixtures/seeds/014-v1beta1-example-tfjob.yaml"),
             "a kubeflow.org/v1beta1 TFJob",
         ),
         (
-            include_str!("fixtures/seeds/016-t9k-tensorflow-example.yaml"),
+            include_str!("../fixtures/seeds/016-t9k-tensorflow-example.yaml"),
             "a T9k TensorFlowTrainingJob",
         ),
     ];
@@ -192,7 +192,7 @@ fn older_forms_point_at_convert() {
         );
     }
     let get_output = render(
-        include_str!("fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
+        include_str!("../fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"),
         None,
     )
     .unwrap_err();
@@ -252,7 +252,7 @@ fn binary_crd_prints_the_committed_crd() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        include_str!("../crds/kubeflow.org_tfjobs.yaml")
+        include_str!("../../crds/kubeflow.org_tfjobs.yaml")
     );
 }
 

@@ -47,7 +47,7 @@ macro_rules! seed {
     ($file:literal, $name:expr, $gen:expr, $ns:expr, $replicas:expr) => {
         Seed {
             file: $file,
-            yaml: include_str!(concat!("fixtures/seeds/", $file)),
+            yaml: include_str!(concat!("../fixtures/seeds/", $file)),
             name: $name,
             generate_name: $gen,
             namespace: $ns,
@@ -194,7 +194,7 @@ fn every_seed_deserialises_to_the_expected_job() {
 
 #[test]
 fn seed_details_survive() {
-    let gpu = parse(include_str!("fixtures/seeds/003-tf-smoke-gpu.yaml"));
+    let gpu = parse(include_str!("../fixtures/seeds/003-tf-smoke-gpu.yaml"));
     let worker = gpu
         .spec
         .tf_replica_specs
@@ -213,7 +213,7 @@ fn seed_details_survive() {
         .unwrap();
     assert_eq!(limits["nvidia.com/gpu"].0, "1");
     let quoted = parse(include_str!(
-        "fixtures/seeds/007-tf-smoke-gpu-quoted-cpu.yaml"
+        "../fixtures/seeds/007-tf-smoke-gpu-quoted-cpu.yaml"
     ));
     let ps = quoted
         .spec
@@ -229,7 +229,7 @@ fn seed_details_survive() {
         "1"
     );
 
-    let istio = parse(include_str!("fixtures/seeds/001-tfjob-dist-istio.yaml"));
+    let istio = parse(include_str!("../fixtures/seeds/001-tfjob-dist-istio.yaml"));
     let annotations = istio
         .spec
         .tf_replica_specs
@@ -245,13 +245,13 @@ fn seed_details_survive() {
 
     // `kubectl get -o yaml` outputs: status read, legacy fields ignored.
     let simple = parse(include_str!(
-        "fixtures/seeds/004-tfjob-simple-get-output.yaml"
+        "../fixtures/seeds/004-tfjob-simple-get-output.yaml"
     ));
     let status = simple.status.unwrap();
     assert_eq!(status.conditions.len(), 3);
     assert_eq!(status.replica_statuses[&Worker].succeeded, Some(2));
     let mnist = parse(include_str!(
-        "fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"
+        "../fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"
     ));
     assert_eq!(
         (mnist.spec.run_policy, mnist.spec.clean_pod_policy),
@@ -261,7 +261,7 @@ fn seed_details_survive() {
     assert_eq!(
         with_defaults(
             &parse(include_str!(
-                "fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"
+                "../fixtures/seeds/008-mnist-get-output-legacy-fields.yaml"
             ))
             .spec
         )
@@ -350,7 +350,7 @@ fn every_seed_renders() {
 
 #[test]
 fn distributed_seed_renders_the_contract_tf_config() {
-    let docs = rendered(include_str!("fixtures/seeds/005-tfjob-dist.yaml"));
+    let docs = rendered(include_str!("../fixtures/seeds/005-tfjob-dist.yaml"));
     let names: Vec<_> = docs
         .iter()
         .step_by(2)
@@ -373,7 +373,9 @@ fn distributed_seed_renders_the_contract_tf_config() {
 
 #[test]
 fn legacy_master_seed_is_the_chief() {
-    let docs = rendered(include_str!("fixtures/seeds/009-example-tfjob-master.yaml"));
+    let docs = rendered(include_str!(
+        "../fixtures/seeds/009-example-tfjob-master.yaml"
+    ));
     let pod = &docs[0];
     assert_eq!(pod["metadata"]["name"], "example-tfjob-master-0");
     assert_eq!(
@@ -393,43 +395,43 @@ fn legacy_master_seed_is_the_chief() {
 #[test]
 fn every_example_renders() {
     let examples = [
-        ("simple.yaml", include_str!("../examples/simple.yaml"), 2),
+        ("simple.yaml", include_str!("../../examples/simple.yaml"), 2),
         (
             "tf_job_gcp_secret.yaml",
-            include_str!("../examples/tf_job_gcp_secret.yaml"),
+            include_str!("../../examples/tf_job_gcp_secret.yaml"),
             2,
         ),
         (
             "tf_job_gpu.yaml",
-            include_str!("../examples/tf_job_gpu.yaml"),
+            include_str!("../../examples/tf_job_gpu.yaml"),
             2,
         ),
         (
             "tf_job_master_v1beta1.yaml",
-            include_str!("../examples/tf_job_master_v1beta1.yaml"),
+            include_str!("../../examples/tf_job_master_v1beta1.yaml"),
             1,
         ),
         (
             "tf_job_mnist.yaml",
-            include_str!("../examples/tf_job_mnist.yaml"),
+            include_str!("../../examples/tf_job_mnist.yaml"),
             1,
         ),
         (
             "tf_job_ps_worker.yaml",
-            include_str!("../examples/tf_job_ps_worker.yaml"),
+            include_str!("../../examples/tf_job_ps_worker.yaml"),
             4,
         ),
     ];
     for (file, yaml, replicas) in examples {
         assert_eq!(rendered(yaml).len(), 2 * replicas, "{file}");
     }
-    let mnist = rendered(include_str!("../examples/tf_job_mnist.yaml"));
+    let mnist = rendered(include_str!("../../examples/tf_job_mnist.yaml"));
     assert_eq!(
         mnist[0]["metadata"]["name"], "mnist-worker-0",
         "the name docs/behaviour.md §10 uses"
     );
     let job: Value =
-        serde_saphyr::from_multiple::<Value>(include_str!("../examples/tf_job_mnist.yaml"))
+        serde_saphyr::from_multiple::<Value>(include_str!("../../examples/tf_job_mnist.yaml"))
             .unwrap()[0]
             .clone();
     assert_eq!(

@@ -3,8 +3,8 @@
 use k8s_openapi::api::core::v1::PodSpec;
 
 use super::{replica_path, replicas};
-use crate::crd::field_error::FieldError;
 use crate::crd::defaults::TF_CONTAINER;
+use crate::crd::field_error::FieldError;
 use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 
 pub(super) fn validate_keys(job: &TFJob, errors: &mut Vec<FieldError>) {

@@ -19,11 +19,7 @@ pub const CREATE_CONCURRENCY: usize = 16;
 /// Create pods and services, all concurrently (bounded). The error returned is that of the
 /// first refused child in the plan's order (so the job's condition names the same child
 /// pass after pass), unless the namespace is being deleted, which says more.
-pub async fn create(
-    t: &Target<'_>,
-    pods: &[Pod],
-    services: &[Service],
-) -> Result<(), Error> {
+pub async fn create(t: &Target<'_>, pods: &[Pod], services: &[Service]) -> Result<(), Error> {
     let children: Vec<Child> = pods
         .iter()
         .cloned()
@@ -177,11 +173,7 @@ async fn adopt_check<K: Resource<DynamicType = ()>>(
 }
 
 /// Delete pods and services, all concurrently (bounded); a child already gone is fine.
-pub async fn delete(
-    t: &Target<'_>,
-    pods: &[Deletion],
-    services: &[Deletion],
-) -> Result<(), Error> {
+pub async fn delete(t: &Target<'_>, pods: &[Deletion], services: &[Deletion]) -> Result<(), Error> {
     let children: Vec<(Kind, Deletion)> = pods
         .iter()
         .map(|d| (Kind::Pod, d.clone()))
@@ -230,4 +222,3 @@ async fn delete_one(t: &Target<'_>, kind: Kind, d: &Deletion) -> Result<(), Erro
         }
     }
 }
-

@@ -44,7 +44,13 @@ pub async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: St
 
 /// One event for what a pass did to children of one kind (docs/behaviour.md §9): none for no
 /// child, Kubeflow's `Created pod: <pod>` for one, `Created <n> pods: <names>` for more.
-pub async fn record_children(t: &Target<'_>, reason: &str, verb: &str, kind: &str, names: &[String]) {
+pub async fn record_children(
+    t: &Target<'_>,
+    reason: &str,
+    verb: &str,
+    kind: &str,
+    names: &[String],
+) {
     if names.is_empty() {
         return;
     }

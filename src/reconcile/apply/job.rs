@@ -32,4 +32,3 @@ pub async fn delete(shared: &Shared, job: &JobMeta<'_>) -> Result<(), Error> {
         .inc();
     Ok(())
 }
-

@@ -80,10 +80,15 @@ pub async fn children(t: &Target<'_>, plan: &Plan) -> Result<Option<Error>, Erro
     for event in &fresh {
         events::record_planned(t, event).await;
     }
-    let tried = plan.podgroup.allows_pods() || !plan.create_pods.is_empty() || !plan.create_services.is_empty();
+    let tried = plan.podgroup.allows_pods()
+        || !plan.create_pods.is_empty()
+        || !plan.create_services.is_empty();
     if tried {
         let refusal = created.as_ref().err().and_then(Error::create_failure);
-        let refusal = refusal.map(|(reason, message)| Refusal { reason: reason.to_string(), message });
+        let refusal = refusal.map(|(reason, message)| Refusal {
+            reason: reason.to_string(),
+            message,
+        });
         t.memory.with(t.job_uid, |m| m.refused = refusal);
     }
     deleted.map(|()| created.err())

@@ -13,7 +13,11 @@ use crate::reconcile::job::JobMeta;
 /// resourceVersion the pass planned on, so a concurrent change answers 409 Conflict and the
 /// job is planned again on the newer object instead of overwriting it. The status
 /// subresource takes only `status` from the body, so the body carries nothing else.
-pub async fn write(shared: &Shared, job: &JobMeta<'_>, new: Option<&TFJobStatus>) -> Result<(), Error> {
+pub async fn write(
+    shared: &Shared,
+    job: &JobMeta<'_>,
+    new: Option<&TFJobStatus>,
+) -> Result<(), Error> {
     let Some(new) = new else { return Ok(()) };
     let old = job.status;
     if old == Some(new) || (old.is_none() && *new == TFJobStatus::default()) {

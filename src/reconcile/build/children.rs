@@ -5,13 +5,13 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Service, ServicePort, S
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use crate::crd::defaults::{TF_CONTAINER, default_tf_port};
 use crate::crd::labels::{
     JOB_ROLE_MASTER, LABEL_JOB_ROLE, child_name, is_master_role, job_name, job_namespace,
     replica_labels,
 };
-use crate::reconcile::build::tf_config::{TF_CONFIG, tf_config};
-use crate::crd::defaults::{TF_CONTAINER, default_tf_port};
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob};
+use crate::reconcile::build::tf_config::{TF_CONFIG, tf_config};
 
 /// The controller owner reference children carry, so they follow the job on deletion.
 pub fn owner_reference(job: &TFJob) -> OwnerReference {

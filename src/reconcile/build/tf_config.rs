@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::crd::labels::{child_name, job_name, job_namespace};
 use crate::crd::defaults::{TF_DEFAULT_PORT, tf_port};
+use crate::crd::labels::{child_name, job_name, job_namespace};
 use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 
 /// Name of the environment variable.

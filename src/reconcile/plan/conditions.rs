@@ -4,8 +4,8 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::reconcile::plan::model::EventNote;
 use crate::crd::{ConditionStatus, ConditionType, JobCondition, TFJobStatus};
+use crate::reconcile::plan::model::EventNote;
 
 /// The condition of type `t`, if present.
 pub fn find(conditions: &[JobCondition], t: ConditionType) -> Option<&JobCondition> {

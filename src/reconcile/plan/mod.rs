@@ -48,9 +48,9 @@ pub mod conditions;
 pub mod model;
 pub mod replicas;
 pub mod rules;
-pub mod view;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod view;
 
 use crate::crd::cached::Unreadable;
 use crate::crd::validation::validate;

@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::crd::labels::replica_of;
-use crate::reconcile::plan::model::{Deletion, EventNote, Observed};
 use crate::crd::defaults::TF_CONTAINER;
+use crate::crd::labels::replica_of;
 use crate::crd::{ReplicaType, TFJob};
+use crate::reconcile::plan::model::{Deletion, EventNote, Observed};
 
 /// A replica: its type and index.
 pub type Key = (ReplicaType, i32);

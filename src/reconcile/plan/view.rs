@@ -3,10 +3,10 @@
 
 use jiff::Timestamp;
 
-use crate::reconcile::plan::model::Settings;
-use crate::reconcile::plan::replicas::Key;
 use crate::crd::defaults::with_defaults;
 use crate::crd::{ReplicaType, RestartPolicy, RunPolicy, TFJob, TFJobSpec};
+use crate::reconcile::plan::model::Settings;
+use crate::reconcile::plan::replicas::Key;
 
 /// The job as the rules of one pass see it. Defaults are applied here, in memory, on every
 /// pass (docs/behaviour.md §2): they are never written back to the spec.

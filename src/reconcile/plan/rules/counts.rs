@@ -15,10 +15,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::crd::labels::selector_string;
-use crate::reconcile::plan::model::Deletion;
-use crate::reconcile::plan::replicas::{Replicas, Phase};
-use crate::reconcile::plan::view::JobView;
 use crate::crd::{ReplicaStatus, ReplicaType};
+use crate::reconcile::plan::model::Deletion;
+use crate::reconcile::plan::replicas::{Phase, Replicas};
+use crate::reconcile::plan::view::JobView;
 
 /// The durable restart counts of a job and their bookkeeping, as kept in its status.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::reconcile::plan::conditions::{self, Change, Wanted};
-use crate::reconcile::plan::model::{Deletion, EventNote};
-use crate::reconcile::plan::replicas::{Replicas, Phase};
-use crate::reconcile::plan::view::JobView;
 use crate::crd::{
     CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
     ReplicaStatus, ReplicaType, SuccessPolicy, TFJobStatus,
 };
+use crate::reconcile::plan::conditions::{self, Change, Wanted};
+use crate::reconcile::plan::model::{Deletion, EventNote};
+use crate::reconcile::plan::replicas::{Phase, Replicas};
+use crate::reconcile::plan::view::JobView;
 
 /// Why a job failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

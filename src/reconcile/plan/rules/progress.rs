@@ -1,13 +1,13 @@
 //! A job's progress conditions (docs/behaviour.md §7.2): Created on the first pass, Restarting when
 //! replicas are restarted, Running when the deciding replica runs. Pure.
 
-use crate::reconcile::plan::conditions::{Change, Wanted};
+use crate::crd::{ConditionType, REASON_CREATED, REASON_RESTARTING, REASON_RUNNING, ReplicaType};
 use crate::reconcile::build::children as build;
+use crate::reconcile::plan::conditions::{Change, Wanted};
 use crate::reconcile::plan::model::EventNote;
-use crate::reconcile::plan::replicas::{Replicas, Phase};
+use crate::reconcile::plan::replicas::{Phase, Replicas};
 use crate::reconcile::plan::rules::restarts::Restart;
 use crate::reconcile::plan::view::JobView;
-use crate::crd::{ConditionType, REASON_CREATED, REASON_RESTARTING, REASON_RUNNING, ReplicaType};
 
 /// Event reason: a template's own restartPolicy is overridden (once per job).
 pub const REASON_SET_RESTART_POLICY: &str = "SetPodTemplateRestartPolicy";

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::reconcile::plan::rules::finish::Cause;
 use crate::crd::labels::child_name;
-use crate::reconcile::plan::model::{Deletion, EventNote};
-use crate::reconcile::plan::replicas::{ChildPod, Replicas, Key, Phase};
-use crate::reconcile::plan::view::JobView;
 use crate::crd::{ReplicaType, RestartPolicy};
+use crate::reconcile::plan::model::{Deletion, EventNote};
+use crate::reconcile::plan::replicas::{ChildPod, Key, Phase, Replicas};
+use crate::reconcile::plan::rules::finish::Cause;
+use crate::reconcile::plan::view::JobView;
 
 /// Event reason naming a failed pod and its exit code.
 pub const REASON_EXITED_WITH_CODE: &str = "ExitedWithCode";

@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 
-use crate::reconcile::build::children as build;
 use crate::crd::labels::child_name;
+use crate::reconcile::build::children as build;
 use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::replicas::Replicas;
 use crate::reconcile::plan::view::JobView;

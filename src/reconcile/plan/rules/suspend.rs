@@ -1,10 +1,10 @@
 //! Suspend and resume (docs/behaviour.md §6.6, the Kueue contract). Pure.
 
+use crate::crd::{ConditionType, JobCondition, REASON_RESUMED, REASON_SUSPENDED};
 use crate::reconcile::plan::conditions::{self, Change, Wanted};
 use crate::reconcile::plan::model::{Deletion, EventNote};
 use crate::reconcile::plan::replicas::Replicas;
 use crate::reconcile::plan::view::JobView;
-use crate::crd::{ConditionType, JobCondition, REASON_RESUMED, REASON_SUSPENDED};
 
 /// What suspending an unfinished job decides.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

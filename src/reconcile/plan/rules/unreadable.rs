@@ -5,9 +5,9 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::reconcile::plan::model::{EventNote, Plan};
 use crate::crd::cached::Unreadable;
 use crate::crd::{ConditionStatus, ConditionType, JobCondition, REASON_FAILED_VALIDATION};
+use crate::reconcile::plan::model::{EventNote, Plan};
 
 /// `Failed=True` with reason `TFJobFailedValidation` and the problem as message, added once;
 /// a job already failed keeps its status.

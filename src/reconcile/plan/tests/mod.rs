@@ -31,10 +31,10 @@ use crate::crd::{
 use crate::reconcile::plan::conditions::Wanted;
 use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::replicas::REASON_NOT_OWNED;
-use support::{NS, at, job, pod, service};
 use ConditionType::{Created, Failed, Restarting, Running, Succeeded, Suspended};
 use ReplicaType::{Chief, Evaluator, Master, Ps, Worker};
 use RestartPolicy::{Always, ExitCode, Never, OnFailure};
+use support::{NS, at, job, pod, service};
 
 /// One scenario: a job (with the status it already has), what is observed, and `now`.
 struct Case {
@@ -294,9 +294,16 @@ fn check(c: &Case) {
             assert_eq!(&del_names(&next.delete_pods), w, "{n}: cleanup pods");
         }
         if let Some(w) = &e.cleanup_services {
-            assert_eq!(&del_names(&next.delete_services), w, "{n}: cleanup services");
+            assert_eq!(
+                &del_names(&next.delete_services),
+                w,
+                "{n}: cleanup services"
+            );
         }
-        assert_eq!(next.delete_job, e.cleanup_job, "{n}: cleanup deletes the job");
+        assert_eq!(
+            next.delete_job, e.cleanup_job,
+            "{n}: cleanup deletes the job"
+        );
     }
 }
 
@@ -409,13 +416,21 @@ fn fixed_point(c: &Case) {
     };
     if concluded(&previous) {
         let cleanup = run_case(&settled);
-        assert_eq!(cleanup.status, previous.status, "{}: the cleanup pass moved the status", c.name);
+        assert_eq!(
+            cleanup.status, previous.status,
+            "{}: the cleanup pass moved the status",
+            c.name
+        );
         let unexpected: Vec<_> = cleanup
             .events
             .iter()
             .filter(|e| e.reason != REASON_NOT_OWNED && e.reason != REASON_DELETE_JOB)
             .collect();
-        assert!(unexpected.is_empty(), "{}: events of the cleanup pass: {unexpected:?}", c.name);
+        assert!(
+            unexpected.is_empty(),
+            "{}: events of the cleanup pass: {unexpected:?}",
+            c.name
+        );
         settled = applied(&settled, &cleanup);
         previous = cleanup;
     }
@@ -425,13 +440,21 @@ fn fixed_point(c: &Case) {
     } else {
         previous.status.clone()
     };
-    assert_eq!(again.status, expected, "{}: status moved on the next pass", c.name);
+    assert_eq!(
+        again.status, expected,
+        "{}: status moved on the next pass",
+        c.name
+    );
     let new_events: Vec<_> = again
         .events
         .iter()
         .filter(|e| e.reason != REASON_NOT_OWNED)
         .collect();
-    assert!(new_events.is_empty(), "{}: events on the next pass: {new_events:?}", c.name);
+    assert!(
+        new_events.is_empty(),
+        "{}: events on the next pass: {new_events:?}",
+        c.name
+    );
     if let (Some(s), Some(before)) = (&again.status, &previous.status) {
         assert_eq!(
             serde_json::to_string(s).unwrap(),

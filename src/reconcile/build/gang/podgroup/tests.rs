@@ -193,4 +193,3 @@ fn a_min_available_no_gang_can_meet_is_refused_naming_the_field() {
         );
     }
 }
-

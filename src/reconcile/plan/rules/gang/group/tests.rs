@@ -158,7 +158,12 @@ fn a_changed_spec_is_patched_field_by_field() {
 fn a_podgroup_the_spec_cannot_make_is_invalid_and_no_pod_is_made() {
     let specs = json!({"Worker": replica(2, json!({}), None)});
     let policy = json!({"schedulingPolicy": {"minAvailable": 3}});
-    let action = group_action(&job(policy, specs), &Gang::Volcano, &ready(None), Want::Present);
+    let action = group_action(
+        &job(policy, specs),
+        &Gang::Volcano,
+        &ready(None),
+        Want::Present,
+    );
     assert!(
         matches!(&action, GroupAction::Invalid(e) if e.starts_with("spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: 3: ")),
         "{action:?}"
