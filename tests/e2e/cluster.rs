@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use crate::support::{TestCluster, annotate, job, record_pods, restarts, settle, until};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use crate::support::{TestCluster, annotate, job, record_pods, restarts, settle, until};
 use tfjob_operator::crd::{ConditionType, ReplicaType};
 
 const RUN: &str = "sim.tfjob.dev/run-seconds";

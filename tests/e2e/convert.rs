@@ -3,8 +3,8 @@
 //! result, then the operator runs it to success with exactly the pods `render` listed — on the
 //! simulator and on the real tier.
 
-use serde_json::Value;
 use crate::support::{TestCluster, eventually, has_condition, until};
+use serde_json::Value;
 use tfjob_operator::convert::convert;
 use tfjob_operator::crd::ConditionType;
 use tfjob_operator::render::render;

@@ -3,11 +3,11 @@
 //! never recreated. The real controller against the simulator (or a real cluster via
 //! KUBECONFIG, where scripted outcomes are skipped).
 
-use futures::future::join_all;
-use kube::api::DeleteParams;
 use crate::support::{
     TestCluster, annotate, has_condition, job, reason_and_message, record_pods, settle, until,
 };
+use futures::future::join_all;
+use kube::api::DeleteParams;
 use tfjob_operator::crd::ConditionType;
 
 /// One case of "a replica of type T fails under Never": the job's replicas and the pod

@@ -6,15 +6,16 @@
 //! `a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capacity_comes`
 //! needs (it is skipped on the simulator, whose kubelet places every pod).
 
+use crate::support::{TestCluster, annotate, eventually, job, settle, until};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
-use crate::support::{TestCluster, annotate, eventually, job, settle, until};
 use tfjob_operator::crd::ConditionType;
 use tfjob_operator::reconcile::build::gang::Gang;
 
-const PLUGINS_CRD: &str = include_str!("../fixtures/podgroup-crds/scheduling.x-k8s.io_podgroups.yaml");
+const PLUGINS_CRD: &str =
+    include_str!("../fixtures/podgroup-crds/scheduling.x-k8s.io_podgroups.yaml");
 const VOLCANO_CRD: &str =
     include_str!("../fixtures/podgroup-crds/scheduling.volcano.sh_podgroups.yaml");
 const RUN: &str = "sim.tfjob.dev/run-seconds";
@@ -279,7 +280,8 @@ async fn without_the_podgroup_crd_the_job_says_so_waits_quietly_and_goes_on_once
         "gm",
         "ReplicaFailure naming the missing CRD",
         |j| {
-            let (reason, message) = crate::support::reason_and_message(j?, ConditionType::ReplicaFailure)?;
+            let (reason, message) =
+                crate::support::reason_and_message(j?, ConditionType::ReplicaFailure)?;
             (reason == "FailedCreatePodGroup" && message == want).then_some(())
         },
     )
@@ -519,7 +521,10 @@ async fn a_gang_that_does_not_fit_waits_unbound_and_binds_all_together_when_capa
         "still none bound"
     );
     let job_now = c.jobs().get("fit").await.expect("job");
-    assert!(!crate::support::has_condition(&job_now, ConditionType::Running));
+    assert!(!crate::support::has_condition(
+        &job_now,
+        ConditionType::Running
+    ));
 
     add(&mut nodes, "b", "1");
     eventually("all 4 bound", || async {

@@ -1,9 +1,9 @@
 //! End to end: leader election on a coordination.k8s.io/v1 Lease (issue "The controller"
 //! item 2): of two operators only the holder acts; when it stops, the standby takes over.
 
+use crate::support::{Operator, TestCluster, job, until};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use crate::support::{Operator, TestCluster, job, until};
 use tfjob_operator::crd::ConditionType;
 
 fn holder(lease: Option<&Lease>) -> Option<String> {

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
-use serde_json::json;
 use crate::support::{
     Requests, TestCluster, annotate, condition, has_condition, job, true_conditions, until,
 };
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
 use tfjob_operator::crd::{ConditionStatus, ConditionType, ReplicaType, TFJob};
 
 /// A pod that runs for an hour: the job stays busy until the test acts on it.

@@ -8,10 +8,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::{TestCluster, annotate, job, until};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ResourceQuota, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use crate::support::{TestCluster, annotate, job, until};
 use tfjob_operator::crd::{ConditionType, JobCondition, TFJob};
 
 const RUN: &str = "sim.tfjob.dev/run-seconds";

@@ -3,13 +3,13 @@
 //! deleted from outside, and an operator restarted mid-job. Every test scripts pod
 //! outcomes, so they run on the simulator only.
 
-use futures::future::join_all;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::DeleteParams;
 use crate::support::{
     Recorder, TestCluster, annotate, condition, eventually, has_condition, job, reason_and_message,
     record_jobs, record_pods, restarts, settle, until,
 };
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DeleteParams;
 use tfjob_operator::crd::{ConditionType, ReplicaType, TFJob};
 
 /// Every recorded version of TFJob `name`.

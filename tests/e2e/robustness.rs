@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use crate::support::{TestCluster, job};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::json;
-use crate::support::{TestCluster, job};
 use tfjob_operator::crd::{ConditionType, TFJob};
 use tfjob_sim::FaultRule;
 

@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-use serde_json::{Value, json};
 use crate::support::{
     TestCluster, condition, eventually, has_condition, record_pods, restarts, settle, until,
 };
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use serde_json::{Value, json};
 use tfjob_operator::crd::{ConditionStatus, ConditionType, ReplicaType, TFJob};
 
 const JOB: &str = "legacy";

@@ -4,17 +4,15 @@
 
 // The demo's own modules, as `cargo run --example local` builds them.
 #[allow(dead_code)]
-#[path = "../examples/local/demo.rs"]
+#[path = "../../examples/local/demo.rs"]
 mod demo;
-#[path = "../examples/local/watch.rs"]
+#[path = "../../examples/local/watch.rs"]
 mod watch;
 
-mod offline {
-    mod convert;
-    mod crd;
-    mod demo;
-    mod layers;
-    mod render;
-    mod seeds;
-    mod shipping;
-}
+mod convert;
+mod crd;
+mod demo_table;
+mod layers;
+mod render;
+mod seeds;
+mod shipping;
