@@ -1,6 +1,6 @@
 //! The demo's logic: a simulated cluster, the real controller in process, the given TFJobs
 //! applied (older forms converted as `tfjob-operator convert` does, with a pointer at it) and
-//! watched until they finish. Output goes to a writer, so `tests/demo.rs` can run every
+//! watched until they finish. Output goes to a writer, so `tests/offline/demo_table.rs` can run every
 //! command the README shows and check the outcome it promises.
 
 use std::collections::BTreeMap;
@@ -70,7 +70,7 @@ fn backoff(s: &str) -> Result<(Duration, Duration), String> {
 
 /// How a job ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // tests/demo.rs reads every field; the demo binary prints them
+#[allow(dead_code)] // tests/offline/demo_table.rs reads every field; the demo binary prints them
 pub struct JobOutcome {
     pub name: String,
     /// The latest condition with status True: `Succeeded` or `Failed`.

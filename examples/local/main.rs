@@ -4,7 +4,7 @@
 //! runs the real controller in process, applies the given TFJob(s) — converting older forms
 //! as `tfjob-operator convert` does — and prints their progress the way `kubectl get
 //! tfjobs,pods -w` would, until every job has finished. The logic is in `demo.rs` and
-//! `watch.rs`, which `tests/demo.rs` runs with every command the README shows.
+//! `watch.rs`, which `tests/offline/demo_table.rs` runs with every command the README shows.
 
 mod demo;
 mod watch;

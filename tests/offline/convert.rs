@@ -1,6 +1,6 @@
 //! `convert` end to end: every seed example of an older form (tf-operator v1alpha1, Kubeflow
 //! v1beta1, early v1, T9k) converts, and what it converts to renders; the binary's output,
-//! summary and exit codes. (Running them: `tests/e2e_convert.rs`.)
+//! summary and exit codes. (Running them: `tests/e2e/convert.rs`.)
 
 use std::io::Write;
 use std::process::{Command, Stdio};

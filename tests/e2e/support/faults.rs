@@ -1,4 +1,4 @@
-//! Support of the fault suite (`tests/faults.rs`): operators that name themselves by User-Agent
+//! Support of the fault suite (`tests/e2e/faults/`): operators that name themselves by User-Agent
 //! (so the simulator's counters and `freeze_after_writes` tell them apart), stopped gracefully
 //! or killed; a watch log with arrival times; seeded randomness; a CPU burner; and a lock that
 //! lets one load-sensitive test run alone.
