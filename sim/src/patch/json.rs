@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::PatchError;
+use super::error::PatchError;
 
 /// Applies the operations of `patch` (a JSON array) to `target`. All or nothing: on error the
 /// target is left unchanged.

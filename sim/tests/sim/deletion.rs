@@ -3,11 +3,10 @@
 //! that sets `deletionTimestamp` and then the DELETED; other kinds without finalizers go in one
 //! DELETED; the same holds for pods deleted by the garbage collector, by namespace deletion and
 //! by the kubelet at the end of a grace period.
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use tfjob_sim::Options;
 use tfjob_sim::store::WriteOptions;

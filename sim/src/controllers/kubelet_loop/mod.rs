@@ -1,81 +1,30 @@
 //! The pod simulator loop: schedules pods onto the simulated nodes, feeds each pod to the pure
 //! kubelet state machine and writes the status it returns, finishes graceful deletions, and
 //! simulates node loss (a background task over the store; no network I/O).
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio::sync::broadcast::error::TryRecvError;
 
+mod control;
 mod events;
 mod nodes;
 
-pub use nodes::{lose_node, node_ip, node_object};
+pub(crate) use control::Control;
+pub(crate) use nodes::{lose_node, node_ip, node_object};
 
-use crate::kubelet;
+use crate::controllers::kubelet;
 use crate::store::{
     ApiError, DeleteOptions, ResourceId, ResourceType, Store, Sub, WriteOptions, meta,
 };
 
-/// Annotation prefix of pod scripts (read by the kubelet module).
-pub const SCRIPT_PREFIX: &str = "sim.tfjob.dev/";
 /// How long a deleted pod takes to go away in fast-deletion mode.
 pub const FAST_DELETION: Duration = Duration::from_millis(50);
 
 type PodKey = (String, String);
-
-/// Test-side control of the loop: per-pod scripts and lost nodes.
-#[derive(Default)]
-pub struct Control {
-    scripts: Mutex<BTreeMap<PodKey, BTreeMap<String, String>>>,
-    lost: Mutex<BTreeSet<String>>,
-    pub(crate) wake: Notify,
-}
-
-impl Control {
-    /// Script keys (as in the `sim.tfjob.dev/<key>` annotations) for the pod `ns/name`, applied
-    /// over its own annotations whenever the loop looks at it (it need not exist yet).
-    pub fn script_pod(&self, ns: &str, name: &str, keys: BTreeMap<String, String>) {
-        self.scripts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((ns.into(), name.into()), keys);
-        self.wake.notify_one();
-    }
-    pub fn mark_lost(&self, node: &str) {
-        self.lost
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(node.into());
-    }
-    pub fn is_lost(&self, node: &str) -> bool {
-        self.lost
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(node)
-    }
-    /// The pod with its scripted keys merged into its annotations.
-    fn effective(&self, pod: &Value) -> Value {
-        let key = (
-            meta::namespace(pod).to_string(),
-            meta::name(pod).to_string(),
-        );
-        let scripts = self.scripts.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = pod.clone();
-        if let Some(keys) = scripts.get(&key) {
-            if !out["metadata"]["annotations"].is_object() {
-                out["metadata"]["annotations"] = json!({});
-            }
-            for (k, v) in keys {
-                out["metadata"]["annotations"][format!("{SCRIPT_PREFIX}{k}")] = json!(v);
-            }
-        }
-        out
-    }
-}
 
 /// Loop settings.
 #[derive(Clone, Debug)]

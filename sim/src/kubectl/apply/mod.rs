@@ -1,4 +1,5 @@
-//! Server-side apply and the `managedFields` bookkeeping of ordinary updates.
+//! Server-side apply (`application/apply-patch+yaml`, `kubectl apply --server-side`) with its
+//! `metadata.managedFields` bookkeeping and field-ownership conflicts (pure, no I/O).
 //!
 //! Approximations of the real field manager (structured-merge-diff), documented for the README:
 //! - list semantics come from the strategic-merge tags of built-in kinds (keyed lists merge by a
@@ -14,10 +15,22 @@
 
 use serde_json::{Value, json};
 
-use super::PatchError;
-use super::fields::{FieldPath, FieldSet, Schema, fields_of, get_at, path_string, remove_at};
-use super::managed::{Entry, read_entries, upsert_entry, write_entries};
+mod fields;
+mod managed;
+
 use super::strategic::{ListStrategy, list_strategy};
+use crate::patch::PatchError;
+use crate::store::ApiError;
+use fields::{FieldPath, FieldSet, Schema, fields_of, get_at, path_string, remove_at};
+use managed::{Entry, read_entries, upsert_entry, write_entries};
+
+/// An apply patch's body: YAML (JSON included); 400 BadRequest if it does not parse.
+pub(crate) fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    let s = std::str::from_utf8(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    serde_saphyr::from_str::<Value>(s)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
 
 fn validate_applied(applied: &Value, manager: &str) -> Result<(), PatchError> {
     if manager.is_empty() {
@@ -54,7 +67,7 @@ fn validate_applied(applied: &Value, manager: &str) -> Result<(), PatchError> {
 /// create). Returns the merged object with `metadata.managedFields` updated. `is_builtin`
 /// selects strategic list merging (by key) vs. atomic lists; `force` takes over fields other
 /// managers own instead of answering 409.
-pub fn server_side_apply(
+pub(crate) fn server_side_apply(
     existing: Option<&Value>,
     applied: &Value,
     manager: &str,
@@ -249,7 +262,6 @@ fn without_nulls(v: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::record_update;
 
     const NOW: &str = "2024-01-01T00:00:00Z";
 
@@ -315,10 +327,15 @@ mod tests {
             err.to_string(),
             "Apply failed with 1 conflict: conflict with \"m1\" using v1: .data.a"
         );
+        let PatchError::Conflict { conflicts, .. } = err else {
+            panic!("not a conflict: {err:?}");
+        };
         assert_eq!(
-            err.causes(),
-            vec![json!({"type": "FieldManagerConflict",
-            "message": "conflict with \"m1\" using v1", "field": ".data.a"})]
+            conflicts,
+            [(
+                ".data.a".to_string(),
+                "conflict with \"m1\" using v1".to_string()
+            )]
         );
         let forced = apply(Some(&obj), &cm(json!({"a": "2"})), "m2", true).expect("force");
         assert_eq!(forced["data"]["a"], json!("2"));
@@ -332,16 +349,13 @@ mod tests {
     #[test]
     fn an_update_takes_ownership_so_the_next_apply_conflicts() {
         let obj = apply(None, &cm(json!({"a": "1"})), "m1", false).expect("create");
+        // What the real server records for an edit by another client (operation Update).
         let mut edited = obj.clone();
         edited["data"]["a"] = json!("edited");
-        record_update(
-            Some(&obj),
-            &mut edited,
-            "kubectl-edit",
-            true,
-            "ConfigMap",
-            NOW,
-        );
+        edited["metadata"]["managedFields"] = json!([{
+            "manager": "kubectl-edit", "operation": "Update", "apiVersion": "v1", "time": NOW,
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}
+        }]);
         assert_eq!(
             managers(&edited),
             vec![("kubectl-edit".into(), "Update".into())]

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{Cells, age, age_column, column, name_column, name_of, str_at};
+use super::cells::{Cells, age, age_column, column, name_column, name_of, str_at};
 
 /// Column definitions and the cell function for a built-in `kind` other than Pod.
 pub(super) fn builtin_printer(kind: &str, now: Timestamp) -> (Vec<Value>, Cells<'static>) {
@@ -63,7 +63,7 @@ pub(super) fn builtin_printer(kind: &str, now: Timestamp) -> (Vec<Value>, Cells<
         _ => (
             vec![
                 name_column(),
-                column("Created At", "date", "", super::AGE_DESCRIPTION, 0),
+                column("Created At", "date", "", super::cells::AGE_DESCRIPTION, 0),
             ],
             Box::new(|o| {
                 vec![
@@ -211,7 +211,7 @@ fn event_columns() -> Vec<Value> {
             "A human-readable description of the status of this operation.",
             0,
         ),
-        column("Name", "string", "name", super::NAME_DESCRIPTION, 1),
+        column("Name", "string", "name", super::cells::NAME_DESCRIPTION, 1),
     ]
 }
 

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{AGE_DESCRIPTION, age, column, name_column, name_of, str_at};
+use super::cells::{AGE_DESCRIPTION, age, column, name_column, name_of, str_at};
 
 pub(super) fn pod_columns() -> Vec<Value> {
     vec![

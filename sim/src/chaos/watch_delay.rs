@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::rng::Rng;
+use super::rng::Rng;
 
 /// Latency ranges by resource plural ("" = every resource), shared by all watch streams.
 pub struct WatchDelays {

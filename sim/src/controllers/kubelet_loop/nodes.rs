@@ -2,7 +2,7 @@
 //! besides store writes).
 use serde_json::{Value, json};
 
-use super::Control;
+use super::control::Control;
 use crate::store::{ApiError, Store, Sub, WriteOptions, meta};
 
 /// `10.0.0.<10+i>` for node i.

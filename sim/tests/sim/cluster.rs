@@ -1,12 +1,11 @@
 //! The simulated cluster around the API: pod scheduling and lifecycle, graceful deletion,
 //! node loss, services, fault injection and counters, a kube-runtime Controller end to end,
 //! and scale (10k custom resources, 50k pods).
-mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

@@ -1,11 +1,10 @@
 //! `fieldValidation` on create, update and patch, as the real handlers answer it: Strict refuses
 //! unknown fields (400 for bodies, 422 for patches), Warn (also the default) answers with one
 //! `Warning` header per field and drops them, Ignore drops them silently.
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const WIDGETS: &str = "/apis/sim.test/v1/namespaces/default/widgets";

@@ -5,89 +5,38 @@
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-pub use crate::jsonpath::jsonpath;
-
 mod builtin;
+mod cells;
 mod pod;
 
+use super::jsonpath::jsonpath;
+use crate::store::PrinterColumn;
 use builtin::builtin_printer;
-
-/// Computes a row's cells from an object.
-type Cells<'a> = Box<dyn Fn(&Value) -> Vec<Value> + 'a>;
+use cells::{Cells, age, column, name_column, name_of};
 use pod::{pod_cells, pod_columns, pod_row_conditions};
 
-/// One CRD `additionalPrinterColumns` entry.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PrinterColumn {
-    pub name: String,
-    pub type_: String,
-    pub json_path: String,
-    pub priority: i32,
-    pub format: Option<String>,
-    pub description: Option<String>,
-}
-
-impl PrinterColumn {
-    /// Reads one entry of a CRD version's `additionalPrinterColumns`.
-    pub fn from_crd_column(v: &Value) -> Option<Self> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        Some(Self {
-            name: s("name")?,
-            type_: s("type")?,
-            json_path: s("jsonPath")?,
-            priority: v
-                .get("priority")
-                .and_then(Value::as_i64)
-                .and_then(|p| i32::try_from(p).ok())
-                .unwrap_or(0),
-            format: s("format"),
-            description: s("description"),
-        })
-    }
-
-    fn definition(&self) -> Value {
-        let description = self.description.clone().unwrap_or_else(|| {
-            format!(
-                "Custom resource definition column (in JSONPath format): {}",
-                self.json_path
-            )
-        });
-        column(
-            &self.name,
-            &self.type_,
-            self.format.as_deref().unwrap_or(""),
-            &description,
-            self.priority,
+/// A CRD column's definition in a Table (`TableColumnDefinition`).
+fn definition(c: &PrinterColumn) -> Value {
+    let description = c.description.clone().unwrap_or_else(|| {
+        format!(
+            "Custom resource definition column (in JSONPath format): {}",
+            c.json_path
         )
-    }
-}
-
-const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-
-pub(super) fn column(
-    name: &str,
-    type_: &str,
-    format: &str,
-    description: &str,
-    priority: i32,
-) -> Value {
-    json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})
-}
-
-pub(super) fn name_column() -> Value {
-    column("Name", "string", "name", NAME_DESCRIPTION, 0)
-}
-
-pub(super) fn age_column() -> Value {
-    column("Age", "string", "", AGE_DESCRIPTION, 0)
+    });
+    column(
+        &c.name,
+        &c.type_,
+        c.format.as_deref().unwrap_or(""),
+        &description,
+        c.priority,
+    )
 }
 
 /// Builds the Table for `objects` of `kind`. `columns` = the CRD's printer columns (None for
 /// built-in kinds). `include_object` = the `includeObject` query: "None" (no object in rows),
 /// "Metadata" (the default: a PartialObjectMetadata) or "Object" (the whole object).
 /// `list_meta` becomes the Table's `metadata` (resourceVersion, continue).
-pub fn table(
+pub(crate) fn table(
     kind: &str,
     objects: &[Value],
     columns: Option<&[PrinterColumn]>,
@@ -98,7 +47,7 @@ pub fn table(
     let (definitions, cells_of): (Vec<Value>, Cells) = match (columns, kind) {
         (Some(cols), _) => (
             std::iter::once(name_column())
-                .chain(cols.iter().map(PrinterColumn::definition))
+                .chain(cols.iter().map(definition))
                 .collect(),
             Box::new(move |o| custom_cells(o, cols, now)),
         ),
@@ -138,67 +87,6 @@ fn partial_object_metadata(obj: &Value) -> Value {
         "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
         "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))
     })
-}
-
-pub(super) fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-pub(super) fn name_of(obj: &Value) -> Value {
-    json!(str_at(obj, "/metadata/name"))
-}
-
-/// kubectl's `translateTimestampSince`: "<unknown>" without a timestamp.
-pub(super) fn age(timestamp: &str, now: Timestamp) -> String {
-    match timestamp.parse::<Timestamp>() {
-        Ok(t) => human_duration(now.as_nanosecond() - t.as_nanosecond()),
-        Err(_) => "<unknown>".to_string(),
-    }
-}
-
-/// apimachinery's `duration.HumanDuration`, exactly: ~2-3 significant figures.
-pub fn human_duration(nanos: i128) -> String {
-    let seconds = nanos / 1_000_000_000;
-    if seconds < -1 {
-        return "<invalid>".to_string();
-    }
-    if seconds < 0 {
-        return "0s".to_string();
-    }
-    if seconds < 120 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = seconds / 3600;
-    let days = hours / 24;
-    match hours {
-        h if h < 8 => match minutes % 60 {
-            0 => format!("{h}h"),
-            m => format!("{h}h{m}m"),
-        },
-        h if h < 48 => format!("{h}h"),
-        h if h < 24 * 8 => match h % 24 {
-            0 => format!("{days}d"),
-            rem => format!("{days}d{rem}h"),
-        },
-        h if h < 24 * 365 * 2 => format!("{days}d"),
-        h if h < 24 * 365 * 8 => match days % 365 {
-            0 => format!("{}y", days / 365),
-            dy => format!("{}y{dy}d", days / 365),
-        },
-        _ => format!("{}y", days / 365),
-    }
 }
 
 /// A CRD column's cell, as the apiextensions table convertor makes it: only the first JSONPath
@@ -241,38 +129,6 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    #[test]
-    fn human_duration_matches_apimachinery() {
-        let s = 1_000_000_000i128;
-        let (m, h, d) = (60 * s, 3600 * s, 86400 * s);
-        let cases = [
-            (-3 * s, "<invalid>"),
-            (-s - 1, "0s"),
-            (0, "0s"),
-            (59 * s, "59s"),
-            (119 * s, "119s"),
-            (2 * m, "2m"),
-            (2 * m + 3 * s, "2m3s"),
-            (9 * m + 59 * s, "9m59s"),
-            (10 * m + 5 * s, "10m"),
-            (179 * m, "179m"),
-            (3 * h, "3h"),
-            (3 * h + 5 * m, "3h5m"),
-            (8 * h + 5 * m, "8h"),
-            (47 * h, "47h"),
-            (2 * d, "2d"),
-            (2 * d + 5 * h, "2d5h"),
-            (8 * d + 5 * h, "8d"),
-            (729 * d, "729d"),
-            (730 * d, "2y"),
-            (731 * d, "2y1d"),
-            (8 * 365 * d, "8y"),
-        ];
-        for (nanos, want) in cases {
-            assert_eq!(human_duration(nanos), want, "{nanos}ns");
-        }
-    }
-
     fn tfjob(conditions: Value) -> Value {
         json!({
             "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
@@ -290,7 +146,7 @@ mod tests {
             json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}),
         ]
         .iter()
-        .filter_map(PrinterColumn::from_crd_column)
+        .map(PrinterColumn::from_crd_column)
         .collect()
     }
 

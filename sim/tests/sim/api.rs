@@ -1,12 +1,11 @@
 //! API semantics of the simulator, checked through kube-rs and raw HTTP: resourceVersions,
 //! metadata, generation, optimistic concurrency, status isolation, finalizers, deletion
 //! options, garbage collection, patches, errors, CRDs, namespaces, events, drained bodies.
-mod common;
 
 use std::time::Duration;
 
-use common::*;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use crate::common::*;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
@@ -21,13 +20,6 @@ fn owned_cm(name: &str, owner: &ConfigMap) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": [{
         "apiVersion": "v1", "kind": "ConfigMap", "name": owner.name_any(), "uid": owner.uid().expect("uid")
     }]}})).expect("cm")
-}
-
-fn api_error(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other}"),
-    }
 }
 
 fn rv(o: &impl ResourceExt) -> u64 {
@@ -509,65 +501,6 @@ async fn errors_are_status_objects_with_reason_and_code() {
         (r.status, r.json()["message"].clone()),
         (404, json!("namespaces \"missing\" not found"))
     );
-}
-
-#[tokio::test]
-async fn strategic_merge_on_custom_resources_is_415_and_apply_needs_a_field_manager() {
-    let (_sim, client) = start().await;
-    let ws = widgets(&client, "default").await;
-    ws.create(&PostParams::default(), &widget("sm", 1))
-        .await
-        .expect("create");
-    let err = api_error(
-        ws.patch(
-            "sm",
-            &PatchParams::default(),
-            &Patch::Strategic(json!({"spec": {"size": 2}})),
-        )
-        .await
-        .expect_err("415"),
-    );
-    assert_eq!(
-        (err.code, err.reason.as_str()),
-        (415, "UnsupportedMediaType")
-    );
-    let applied = json!({"apiVersion": "sim.test/v1", "kind": "Widget", "metadata": {"name": "sm"}, "spec": {"note": "hi"}});
-    let err = api_error(
-        ws.patch("sm", &PatchParams::default(), &Patch::Apply(&applied))
-            .await
-            .expect_err("no manager"),
-    );
-    assert_eq!(err.code, 422);
-    assert!(err.message.contains("fieldManager"), "{}", err.message);
-    let w = ws
-        .patch("sm", &PatchParams::apply("tester"), &Patch::Apply(&applied))
-        .await
-        .expect("apply");
-    assert_eq!(w.data["spec"]["note"], "hi");
-    assert!(
-        w.managed_fields()
-            .iter()
-            .any(|m| m.manager.as_deref() == Some("tester"))
-    );
-    let created = ws.patch("fresh", &PatchParams::apply("tester"), &Patch::Apply(json!({
-        "apiVersion": "sim.test/v1", "kind": "Widget", "metadata": {"name": "fresh"}, "spec": {"size": 3}
-    }))).await.expect("apply creates");
-    assert!(created.uid().is_some());
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let pod: Pod = serde_json::from_value(
-        json!({"metadata": {"name": "sp"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
-    )
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("pod");
-    pods.patch(
-        "sp",
-        &PatchParams::default(),
-        &Patch::Strategic(json!({"metadata": {"labels": {"a": "b"}}})),
-    )
-    .await
-    .expect("strategic on a built-in kind");
 }
 
 #[tokio::test]

@@ -1,6 +1,5 @@
 //! Shared helpers of the simulator's integration tests: start a sim, a kube client, a test
 //! CRD, and a raw HTTP/1.1 client for checks kube-rs hides (status lines, headers, streams).
-#![allow(dead_code)]
 
 use std::time::Duration;
 
@@ -99,6 +98,14 @@ where
             panic!("timed out waiting for {what}");
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The Status of a request that failed with an API error.
+pub fn api_error(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other}"),
     }
 }
 

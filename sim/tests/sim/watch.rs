@@ -1,10 +1,9 @@
 //! Watch semantics: replay from a resourceVersion, 410 as an ERROR event, bookmarks, streaming
 //! initial events, timeouts, selector transitions, dropped watches with kube-runtime's watcher.
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -301,29 +300,6 @@ async fn kube_watcher_survives_dropped_watches_restarts_and_compaction() {
                 .unwrap_or_default(),
         );
     }
-}
-
-#[tokio::test]
-async fn table_watch_for_kubectl_get_watch() {
-    let (sim, client) = start().await;
-    let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    cms.create(&PostParams::default(), &cm("t", json!({})))
-        .await
-        .expect("create");
-    let addr = sim.addr();
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "GET {CMS}?watch=true&timeoutSeconds=1 HTTP/1.1\r\nHost: sim\r\nAccept: application/json;as=Table;v=v1;g=meta.k8s.io\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut buf = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await;
-    let text = String::from_utf8_lossy(&buf);
-    let split = text.find("\r\n\r\n").expect("headers");
-    let evs = watch_events(&dechunk(&text[..split], &buf[split + 4..]));
-    assert_eq!(evs[0]["object"]["kind"], "Table");
-    assert_eq!(evs[0]["object"]["rows"][0]["cells"][0], "t");
 }
 
 #[tokio::test]

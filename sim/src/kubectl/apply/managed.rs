@@ -1,9 +1,8 @@
-//! `metadata.managedFields` entries: reading, writing, and the `Update` bookkeeping of ordinary
-//! writes (create, update, JSON/merge/strategic patches).
+//! `metadata.managedFields` entries of server-side apply: reading and writing them (pure).
 
 use serde_json::{Map, Value, json};
 
-use super::fields::{FieldSet, Schema, fields_of, from_fields_v1, get_at, to_fields_v1};
+use super::fields::{FieldSet, from_fields_v1, to_fields_v1};
 
 /// One `metadata.managedFields` entry.
 #[derive(Clone, Debug)]
@@ -94,46 +93,4 @@ pub(super) fn upsert_entry(
         Some(e) => *e = entry,
         None => entries.push(entry),
     }
-}
-
-/// Records an ordinary write (create, update, JSON/merge/strategic patch) of `new` by `manager`
-/// in `new`'s `metadata.managedFields`, as the real server does with operation `Update`: the
-/// manager takes ownership of every field it changed (other managers lose them, so a later apply
-/// by them conflicts), and fields no longer present are dropped from every entry.
-pub fn record_update(
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    is_builtin: bool,
-    kind: &str,
-    now: &str,
-) {
-    let schema = Schema {
-        kind,
-        builtin: is_builtin,
-    };
-    let mut entries = old.map(read_entries).unwrap_or_default();
-    let changed: FieldSet = fields_of(new, &schema)
-        .into_iter()
-        .filter(|p| old.and_then(|o| get_at(o, p)) != get_at(new, p))
-        .collect();
-    for e in &mut entries {
-        e.fields
-            .retain(|p| get_at(new, p).is_some() && (e.manager == manager || !changed.contains(p)));
-    }
-    if !changed.is_empty() {
-        let api_version = new
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let mut owned = entries
-            .iter()
-            .find(|e| e.is(manager, "Update"))
-            .map(|e| e.fields.clone())
-            .unwrap_or_default();
-        owned.extend(changed);
-        upsert_entry(&mut entries, manager, "Update", &api_version, now, owned);
-    }
-    write_entries(new, &entries);
 }

@@ -1,11 +1,10 @@
 //! Behaviour first seen on a real kube-apiserver and matched here: port name validation of pods
 //! and services, pod status transitions out of `terminated`, the events.k8s.io note limit,
 //! `remainingItemCount` only without selectors, the DELETE answer of custom resources.
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use tfjob_sim::Options;
 

@@ -1,11 +1,10 @@
 //! Fault injection for the operator's fault suite: writes stored but answered with an error,
 //! delayed watch delivery (reordering across kinds, never within a stream), and clients frozen
 //! after their N-th write.
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, ObjectMeta, PostParams, WatchEvent, WatchParams};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::rng::Rng;
+use super::rng::Rng;
 use crate::store::ApiError;
 
 /// One fault: requests matching `verb` and `resource` (None = any) fail with `code` (0 = no

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::PatchError;
+use crate::patch::PatchError;
 
 /// How a list field is merged, from the `patchStrategy`/`patchMergeKey` tags of the Go types.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,7 +56,11 @@ pub(super) fn list_strategy(kind: &str, path: &[String], builtin: bool) -> ListS
 }
 
 /// Applies a strategic merge `patch` to `target` (an object of built-in `kind`).
-pub fn strategic_merge(target: &mut Value, patch: &Value, kind: &str) -> Result<(), PatchError> {
+pub(crate) fn strategic_merge(
+    target: &mut Value,
+    patch: &Value,
+    kind: &str,
+) -> Result<(), PatchError> {
     let Value::Object(patch_map) = patch else {
         return Err(PatchError::BadRequest(
             "json: cannot unmarshal array into Go value of type map[string]interface {}"
