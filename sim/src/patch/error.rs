@@ -1,7 +1,9 @@
 //! Why a patch could not be applied, and the HTTP answer the real server gives for it (pure).
 
 /// Why a patch could not be applied; `http_code` is the status the real server answers with.
+// The last three come only from kubectl's patches (`crate::kubectl`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[cfg_attr(not(feature = "kubectl"), allow(dead_code))]
 pub enum PatchError {
     /// The patch document itself is malformed (not a JSON patch array, bad op shape, bad
     /// directive): 400 BadRequest.
