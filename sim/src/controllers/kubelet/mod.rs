@@ -3,7 +3,8 @@
 //! A pod's state lives in its `.status`, the restart back-off in a [`CrashBackoff`] the caller
 //! keeps (like the real kubelet's in-memory one), so `step` is a function of (pod, script,
 //! back-off, now): scheduled → containers `ContainerCreating` (for `start-seconds`) → running
-//! and ready (for `run-seconds`) → each container exits with its scripted code and shows
+//! and ready (for `run-seconds`, or until deleted: unscripted parameter servers and
+//! evaluators) → each container exits with its scripted code and shows
 //! `terminated`. restartPolicy Never ends the pod Succeeded/Failed; OnFailure restarts failed
 //! containers in place, Always restarts on any exit: at the next look the container runs again
 //! (restartCount+1, `lastState.terminated`) or, within its back-off, waits as
@@ -214,7 +215,8 @@ fn advance_container(cs: &mut Value, ctx: &mut Ctx) -> Option<Timestamp> {
             }
             start_container(cs, ctx);
         } else if let Some(started) = time_at(&state["running"]["startedAt"]) {
-            let end = after(started, ctx.script.run_seconds);
+            // A run without an end (an unscripted PS) lasts until the pod is deleted.
+            let end = after(started, ctx.script.run_seconds?);
             if ctx.now < end {
                 return Some(end);
             }

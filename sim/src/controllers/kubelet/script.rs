@@ -1,4 +1,8 @@
 //! A pod's simulation script, read from `sim.tfjob.dev/<key>` annotations (pure, no I/O).
+//!
+//! Unscripted, a container runs one second and exits 0, except in the pods of a TF parameter
+//! server or evaluator (by the training operator's replica-type label): those run until
+//! deleted, as on a real cluster, unless a key says how their run ends.
 
 use std::collections::BTreeMap;
 
@@ -7,11 +11,27 @@ use serde_json::Value;
 /// The annotation prefix of every script key.
 pub const PREFIX: &str = "sim.tfjob.dev/";
 
+/// The pod label the training operator sets to a replica's type, in lower case.
+const REPLICA_TYPE_LABEL: &str = "training.kubeflow.org/replica-type";
+/// Replica types whose process never ends by itself: a TF parameter server serves until it is
+/// killed, an evaluator loops over the checkpoints.
+const RUN_UNTIL_DELETED: [&str; 2] = ["ps", "evaluator"];
+/// The keys that say how a run ends; any of them gives such a pod a run of `run-seconds`.
+const ENDS_A_RUN: [&str; 6] = [
+    "run-seconds",
+    "exit-code",
+    "oom",
+    "evict",
+    "fail-times",
+    "restarts-then-succeed",
+];
+
 /// What the simulated kubelet does with one pod. `Default` = run 1s, every container exits 0.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Script {
-    /// Seconds each container runs before it exits (`run-seconds`, default 1).
-    pub run_seconds: f64,
+    /// Seconds each container runs before it exits (`run-seconds`, default 1); None = until the
+    /// pod is deleted (unscripted PS and evaluator pods).
+    pub run_seconds: Option<f64>,
     /// Seconds from scheduling to running (`start-seconds`, default 0).
     pub start_seconds: f64,
     /// Exit code of every container without its own (`exit-code`, default 0).
@@ -36,7 +56,7 @@ pub struct Script {
 impl Default for Script {
     fn default() -> Self {
         Script {
-            run_seconds: 1.0,
+            run_seconds: Some(1.0),
             start_seconds: 0.0,
             exit_code: 0,
             exit_codes: BTreeMap::new(),
@@ -68,19 +88,29 @@ impl Script {
     /// Reads the script from the pod's annotations; Err names the bad annotation.
     pub fn from_pod(pod: &Value) -> Result<Self, String> {
         let mut script = Script::default();
-        let Some(annotations) = pod
+        let empty = serde_json::Map::new();
+        let annotations = pod
             .pointer("/metadata/annotations")
             .and_then(Value::as_object)
-        else {
-            return Ok(script);
-        };
+            .unwrap_or(&empty);
+        let replica_type = pod
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(REPLICA_TYPE_LABEL))
+            .and_then(Value::as_str);
+        let ends_given = annotations.keys().any(|name| {
+            name.strip_prefix(PREFIX)
+                .is_some_and(|k| ENDS_A_RUN.contains(&k) || k.starts_with("exit-code."))
+        });
+        if replica_type.is_some_and(|t| RUN_UNTIL_DELETED.contains(&t)) && !ends_given {
+            script.run_seconds = None;
+        }
         for (name, raw) in annotations {
             let Some(key) = name.strip_prefix(PREFIX) else {
                 continue;
             };
             let raw = raw.as_str().unwrap_or_default();
             match key {
-                "run-seconds" => script.run_seconds = seconds(key, raw)?,
+                "run-seconds" => script.run_seconds = Some(seconds(key, raw)?),
                 "start-seconds" => script.start_seconds = seconds(key, raw)?,
                 "exit-code" => script.exit_code = parse(key, raw)?,
                 "oom" => script.oom = parse(key, raw)?,
@@ -151,7 +181,7 @@ mod tests {
             "sim.tfjob.dev/hold": "", "other/annotation": "ignored"
         })));
         let want = Script {
-            run_seconds: 0.5,
+            run_seconds: Some(0.5),
             start_seconds: 2.0,
             exit_code: 3,
             exit_codes: [("ps".to_string(), 0)].into(),
@@ -163,6 +193,51 @@ mod tests {
         };
         assert_eq!(s, Ok(want));
         assert_eq!(Script::from_pod(&json!({})), Ok(Script::default()));
+    }
+
+    #[test]
+    fn unscripted_ps_and_evaluator_pods_run_until_deleted() {
+        let labelled = |t: &str, annotations: Value| json!({"metadata": {"labels": {REPLICA_TYPE_LABEL: t}, "annotations": annotations}});
+        let run = |p: &Value| Script::from_pod(p).map(|s| s.run_seconds);
+        let cases = [
+            (labelled("ps", json!({})), None),
+            (labelled("evaluator", json!({})), None),
+            // Keys that do not end a run keep it open.
+            (
+                labelled("ps", json!({"sim.tfjob.dev/start-seconds": "2"})),
+                None,
+            ),
+            (labelled("worker", json!({})), Some(1.0)),
+            (labelled("chief", json!({})), Some(1.0)),
+            // The label's value is lower case; other spellings are not the operator's.
+            (labelled("PS", json!({})), Some(1.0)),
+            (
+                labelled("ps", json!({"sim.tfjob.dev/run-seconds": "3"})),
+                Some(3.0),
+            ),
+            (
+                labelled("ps", json!({"sim.tfjob.dev/exit-code": "1"})),
+                Some(1.0),
+            ),
+            (
+                labelled(
+                    "evaluator",
+                    json!({"sim.tfjob.dev/exit-code.tensorflow": "2"}),
+                ),
+                Some(1.0),
+            ),
+            (
+                labelled("ps", json!({"sim.tfjob.dev/oom": "true"})),
+                Some(1.0),
+            ),
+            (
+                labelled("ps", json!({"sim.tfjob.dev/fail-times": "1"})),
+                Some(1.0),
+            ),
+        ];
+        for (pod, want) in cases {
+            assert_eq!(run(&pod), Ok(want), "{pod}");
+        }
     }
 
     #[test]

@@ -408,6 +408,27 @@ fn eviction_fails_the_pod_without_terminated_state() {
 }
 
 #[test]
+fn an_unscripted_parameter_server_runs_until_deleted_and_a_scripted_one_ends() {
+    let ps = |annotations: Value| {
+        let mut p = pod("Never", &["tensorflow"], annotations);
+        p["metadata"]["labels"] = json!({"training.kubeflow.org/replica-type": "ps"});
+        p
+    };
+    let mut forever = ps(json!({}));
+    let last = drive(&mut forever, &[0.0, 1.0, 3600.0]);
+    assert_eq!(forever["status"]["phase"], "Running");
+    assert!(container(&forever, "tensorflow")["state"]["running"].is_object());
+    assert_eq!(condition(&forever, "Ready")["status"], "True");
+    assert_eq!(last.next_at, None, "nothing left to happen until deletion");
+
+    let mut scripted = ps(json!({"sim.tfjob.dev/run-seconds": "2"}));
+    drive(&mut scripted, &[0.0, 1.0]);
+    assert_eq!(scripted["status"]["phase"], "Running");
+    drive(&mut scripted, &[2.0]);
+    assert_eq!(scripted["status"]["phase"], "Succeeded");
+}
+
+#[test]
 fn never_start_waits_forever() {
     let cases = [
         (
