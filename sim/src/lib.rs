@@ -1,20 +1,25 @@
 //! tfjob-sim: an in-memory Kubernetes API server and pod simulator, the test cluster of
 //! tfjob-operator. [`Sim::start`] serves HTTP on 127.0.0.1 and returns a [`SimHandle`] for
-//! tests (URL, kubeconfig, request counters, fault injection, pod scripts, node loss).
+//! tests (URL, kubeconfig, request counters, fault injection, pod scripts, node loss). I/O: a
+//! TCP listener and the background tasks of the server and controllers.
 #![forbid(unsafe_code)]
 
 // The core, in front: an API server (`server`) over an in-memory object store (`store`), with
 // the CRD schemas, selectors and patches it applies. `store` and `selector` are public for
 // tests that seed or read objects without HTTP.
+pub mod store;
+
+pub(crate) mod server;
+
 pub(crate) mod patch;
 pub(crate) mod schema;
 pub mod selector;
-pub(crate) mod server;
-pub mod store;
+
 // Around the core: the controllers that make it a cluster, and what tests inject.
 pub(crate) mod chaos;
 pub(crate) mod controllers;
-// kubectl fidelity, one door (cargo feature `kubectl`).
+
+// kubectl fidelity, one door (cargo feature `kubectl`), and the kubeconfig for kubectl.
 mod kubeconfig;
 pub(crate) mod kubectl;
 

@@ -2,7 +2,7 @@
 //! `patchStrategy: merge` are merged by their `patchMergeKey`, the rest replaced; the directives
 //! `$patch` (replace/delete/merge), `$retainKeys` and `$deleteFromPrimitiveList/<f>` are honoured
 //! and `$setElementOrder/<f>` is accepted but only stripped (the merged order is: existing items
-//! first, new ones appended).
+//! first, new ones appended). Pure.
 
 use serde_json::{Map, Value};
 

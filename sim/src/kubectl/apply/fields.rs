@@ -1,5 +1,5 @@
 //! Field sets of server-side apply: which leaf fields of an object a manager owns, in the
-//! `FieldsV1` notation of `metadata.managedFields` (`f:<name>`, `k:{<key>}`, `v:<value>`, `.`).
+//! `FieldsV1` notation of `metadata.managedFields` (`f:<name>`, `k:{<key>}`, `v:<value>`, `.`). Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 

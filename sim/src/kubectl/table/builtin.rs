@@ -1,5 +1,5 @@
 //! Printers of the other built-in kinds the simulator serves (Namespace, ConfigMap, Service,
-//! Event, Lease, CustomResourceDefinition) and the real server's default (NAME, CREATED AT).
+//! Event, Lease, CustomResourceDefinition) and the real server's default (NAME, CREATED AT). Pure.
 
 use jiff::Timestamp;
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
 //! kube-apiserver's pod printer (`printPod`): NAME READY STATUS RESTARTS AGE, and the wide
-//! columns IP NODE NOMINATED NODE READINESS GATES (priority 1).
+//! columns IP NODE NOMINATED NODE READINESS GATES (priority 1). Pure.
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
