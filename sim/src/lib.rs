@@ -1,23 +1,27 @@
 //! tfjob-sim: an in-memory Kubernetes API server and pod simulator, the test cluster of
 //! tfjob-operator. [`Sim::start`] serves HTTP on 127.0.0.1 and returns a [`SimHandle`] for
-//! tests (URL, kubeconfig, request counters, fault injection, pod scripts, node loss).
+//! tests (URL, kubeconfig, request counters, fault injection, pod scripts, node loss). I/O: a
+//! TCP listener and the background tasks of the server and controllers.
 #![forbid(unsafe_code)]
 
-pub mod faults;
-pub mod freeze;
-pub mod gc;
-pub mod jsonpath;
-pub mod kubeconfig;
-pub mod kubelet;
-pub mod kubelet_loop;
-pub mod patch;
-pub mod rng;
-pub mod schema;
-pub mod selector;
-pub mod server;
+// The core, in front: an API server (`server`) over an in-memory object store (`store`), with
+// the CRD schemas, selectors and patches it applies. `store` and `selector` are public for
+// tests that seed or read objects without HTTP.
 pub mod store;
-pub mod table;
-pub mod watch_delay;
+
+pub(crate) mod server;
+
+pub(crate) mod patch;
+pub(crate) mod schema;
+pub mod selector;
+
+// Around the core: the controllers that make it a cluster, and what tests inject.
+pub(crate) mod chaos;
+pub(crate) mod controllers;
+
+// kubectl fidelity, one door (cargo feature `kubectl`), and the kubeconfig for kubectl.
+mod kubeconfig;
+pub(crate) mod kubectl;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -27,11 +31,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use faults::Faults;
-pub use faults::{FaultRule, RequestCounts, RequestKey};
-use kubelet_loop::{Control, LoopOptions};
+use chaos::faults::Faults;
+pub use chaos::faults::{FaultRule, RequestCounts, RequestKey};
+use chaos::watch_delay::WatchDelays;
+use controllers::kubelet_loop::{self, Control, LoopOptions};
+use controllers::{gc, kubelet};
 use store::{Store, StoreOptions, WriteOptions};
-use watch_delay::WatchDelays;
 
 /// How to start the simulator.
 #[derive(Clone, Debug)]
@@ -141,7 +146,7 @@ impl Sim {
             store: store.clone(),
             faults: faults.clone(),
             watch_delays: Arc::new(WatchDelays::new(opts.seed)),
-            freeze: Arc::new(freeze::Freeze::default()),
+            freeze: Arc::new(chaos::freeze::Freeze::default()),
             addr,
             bookmark_interval: opts.bookmark_interval,
             watch_epoch: epoch,

@@ -1,6 +1,6 @@
 //! `tfjob-sim [--port N] [--kubeconfig PATH] [--nodes N] [--slow-deletion]
 //! [--crash-loop-backoff INITIAL[,MAX]]`: run the simulator until Ctrl-C, writing a kubeconfig
-//! for kubectl.
+//! for kubectl (I/O: the network, a file).
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;

@@ -1,10 +1,10 @@
 //! JSON patch (RFC 6902) with the semantics of the library kube-apiserver uses: a `test` whose
 //! path is missing compares against `null` (kube-runtime's finalizer helper relies on it) and
-//! negative array indices count from the end.
+//! negative array indices count from the end. Pure.
 
 use serde_json::Value;
 
-use super::PatchError;
+use super::error::PatchError;
 
 /// Applies the operations of `patch` (a JSON array) to `target`. All or nothing: on error the
 /// target is left unchanged.

@@ -7,7 +7,16 @@
 
 use serde_json::Value;
 
-use super::Cause;
+/// A field-level error of a 422 `Invalid` answer, as a `StatusCause` carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cause {
+    /// The field path, e.g. `spec.tfReplicaSpecs.Worker.replicas`.
+    pub field: String,
+    /// The error body, e.g. `Invalid value: -1: ... should be greater than or equal to 0`.
+    pub message: String,
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, ...
+    pub reason: String,
+}
 
 /// A field path under construction, rendered like `field.Path` (`a.b[0]`, `a[key]`).
 pub(crate) fn child(path: &str, name: &str) -> String {

@@ -10,8 +10,7 @@
 
 use serde_json::Value;
 
-use super::Cause;
-use super::cause::{child, duplicate, forbidden, index, invalid, required};
+use super::cause::{Cause, child, duplicate, forbidden, index, invalid, required};
 use super::node::Node;
 
 pub(crate) fn evaluate(

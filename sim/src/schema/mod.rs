@@ -19,16 +19,7 @@ mod tests;
 
 use serde_json::Value;
 
-/// A field-level error of a 422 `Invalid` answer, as a `StatusCause` carries it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Cause {
-    /// The field path, e.g. `spec.tfReplicaSpecs.Worker.replicas`.
-    pub field: String,
-    /// The error body, e.g. `Invalid value: -1: ... should be greater than or equal to 0`.
-    pub message: String,
-    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, ...
-    pub reason: String,
-}
+pub use cause::Cause;
 
 /// Where `compile` reports schema errors: the first version of an apiextensions.k8s.io/v1 CRD.
 pub const DEFAULT_SCHEMA_PATH: &str = "spec.versions[0].schema.openAPIV3Schema";

@@ -11,8 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Cause;
-use super::cause::{child, forbidden, index, invalid, key, required};
+use super::cause::{Cause, child, forbidden, index, invalid, key, required};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Level {

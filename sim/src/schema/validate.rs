@@ -6,10 +6,9 @@
 
 use serde_json::{Value, json};
 
-use super::Cause;
 use super::cause::{
-    child, duplicate, go_float, index, invalid, not_supported, quote, required, too_long, too_many,
-    type_invalid,
+    Cause, child, duplicate, go_float, index, invalid, not_supported, quote, required, too_long,
+    too_many, type_invalid,
 };
 use super::format;
 use super::node::{Additional, Node};

@@ -1,4 +1,4 @@
-//! Field selectors (`fieldSelector`): `k=v`, `k==v`, `k!=v` over the fields each kind supports.
+//! Field selectors (`fieldSelector`): `k=v`, `k==v`, `k!=v` over the fields each kind supports (pure).
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! Label selectors (`labelSelector`): `=`, `==`, `!=`, `in`, `notin`, exists, `!key`, `>`, `<`.
+//! Label selectors (`labelSelector`): `=`, `==`, `!=`, `in`, `notin`, exists, `!key`, `>`, `<` (pure).
 
 use serde_json::{Map, Value};
 

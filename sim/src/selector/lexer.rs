@@ -1,4 +1,4 @@
-//! Tokens of the label selector syntax and the validation of label keys and values.
+//! Tokens of the label selector syntax and the validation of label keys and values (pure).
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Token {

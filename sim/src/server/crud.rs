@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::field_validation::{self, Directive};
 use super::respond::{self, Body};
 use super::route::ResourcePath;
-use super::target::{Filter, Req, Target, parse_json, table, wants_table};
+use super::target::{Filter, Req, TableRequest, Target, parse_json};
 use crate::store::{ApiError, Conversion, DeleteOptions, Deleted, meta};
 
 fn resolve(req: &Req<'_>, p: ResourcePath) -> Result<Target, ApiError> {
@@ -87,11 +87,11 @@ fn get(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
         .get(&t.st, &t.ns, t.name())
         .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
     let obj = t.present(&obj);
-    if wants_table(req.headers) {
+    if let Some(table) = TableRequest::of(req)? {
         let rv = meta::resource_version(&obj).to_string();
         return Ok(respond::json(
             200,
-            &table(req, t, &[obj], json!({"resourceVersion": rv})),
+            &table.render(t, &[obj], json!({"resourceVersion": rv})),
         ));
     }
     Ok(respond::json(200, &obj))
@@ -145,8 +145,8 @@ fn list(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
             list_meta["remainingItemCount"] = json!(items.len() - l);
         }
     }
-    if wants_table(req.headers) {
-        return Ok(respond::json(200, &table(req, t, &page, list_meta)));
+    if let Some(table) = TableRequest::of(req)? {
+        return Ok(respond::json(200, &table.render(t, &page, list_meta)));
     }
     for o in &mut page {
         // Items of a typed list carry no kind/apiVersion except for custom resources.

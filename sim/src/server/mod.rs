@@ -1,17 +1,16 @@
 //! The HTTP/1.1 front end: accepts connections, reads each request body whole, counts and
 //! faults requests, routes them to discovery, CRUD and watch handlers (network I/O).
 mod crud;
-pub mod discovery;
-pub mod field_validation;
+mod discovery;
+mod field_validation;
 mod patching;
-pub mod respond;
-pub mod route;
+mod respond;
+mod route;
+mod state;
 mod target;
 mod watch;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, header};
@@ -20,24 +19,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use crate::faults::Faults;
-use crate::store::{ApiError, Store};
+use crate::kubectl::{self, Kubectl};
+use crate::store::ApiError;
 use respond::Body;
-use route::{Query, Route};
-
-/// What every request handler can reach.
-pub struct State {
-    pub store: Arc<Store>,
-    pub faults: Arc<Faults>,
-    /// Latency of watch event delivery, by resource.
-    pub watch_delays: Arc<crate::watch_delay::WatchDelays>,
-    /// Clients frozen after their N-th write.
-    pub freeze: Arc<crate::freeze::Freeze>,
-    pub addr: SocketAddr,
-    pub bookmark_interval: Duration,
-    /// Bumped to end every open watch (dropped connections, restarts).
-    pub watch_epoch: tokio::sync::watch::Sender<u64>,
-}
+use route::{OpenApi, Query, Route};
+pub(crate) use state::State;
 
 /// Accept connections until `shutdown` flips to true.
 pub async fn serve(
@@ -113,7 +99,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let (verb, resource) = classify(&parts.method, &route, &query);
-    let is_write = crate::faults::WRITE_VERBS.contains(&verb);
+    let is_write = crate::chaos::faults::WRITE_VERBS.contains(&verb);
     // An armed client's writes take turns, so the freeze falls exactly after its N-th.
     let turn = if is_write {
         state.freeze.turn(ua).await
@@ -176,29 +162,13 @@ async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
             discovery::resource_list(&reg(), &group, &version)
                 .map_or_else(not_found, |v| respond::json(200, &v))
         }
-        // An empty document: kubectl finds no schema there and relies on server-side field
-        // validation (see openapi v3).
-        Route::OpenApiV2 => {
-            let accept = req
-                .headers
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            match discovery::openapi_v2(accept) {
-                Some((content_type, body)) => respond::bytes(200, content_type, Bytes::from(body)),
-                None => respond::error(&ApiError::new(
-                    406,
-                    "NotAcceptable",
-                    "the server cannot return the OpenAPI v2 document in the requested media type",
-                )),
+        Route::OpenApi(doc) => match Kubectl::built() {
+            Some(kubectl) => openapi(req, doc, kubectl),
+            None => {
+                let what = "the OpenAPI documents (`kubectl apply` reads them)";
+                respond::error(&ApiError::new(404, "NotFound", kubectl::left_out(what)))
             }
-        }
-        Route::OpenApiV3Root => respond::json(
-            200,
-            &discovery::openapi_v3_root(&reg(), req.state.store.resource_version()),
-        ),
-        Route::OpenApiV3(p) => discovery::openapi_v3_group_version(&reg(), &p)
-            .map_or_else(not_found, |v| respond::json(200, &v)),
+        },
         Route::Resource(p) => {
             // A deprecated version warns on every request, whatever its answer (the
             // apiextensions handler's deprecation filter), before any other warning.
@@ -217,5 +187,40 @@ async fn dispatch(req: &target::Req<'_>, route: Route) -> Response<Body> {
             }
         }
         Route::NotFound => not_found(),
+    }
+}
+
+/// kubectl's OpenAPI documents: empty, so kubectl finds no schema there and relies on
+/// server-side field validation (which the v3 documents declare).
+fn openapi(req: &target::Req<'_>, doc: OpenApi, kubectl: Kubectl) -> Response<Body> {
+    let reg = req.state.store.registry();
+    match doc {
+        OpenApi::V2 => {
+            let accept = req
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            match kubectl.openapi_v2(accept) {
+                Some((content_type, body)) => respond::bytes(200, content_type, Bytes::from(body)),
+                None => respond::error(&ApiError::new(
+                    406,
+                    "NotAcceptable",
+                    "the server cannot return the OpenAPI v2 document in the requested media type",
+                )),
+            }
+        }
+        OpenApi::V3Root => respond::json(
+            200,
+            &kubectl.openapi_v3_root(&reg, req.state.store.resource_version()),
+        ),
+        OpenApi::V3(p) => match kubectl.openapi_v3_group_version(&reg, &p) {
+            Some(v) => respond::json(200, &v),
+            None => respond::error(&ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )),
+        },
     }
 }

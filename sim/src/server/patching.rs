@@ -6,19 +6,22 @@ use serde_json::{Value, json};
 use super::field_validation::{self, Directive};
 use super::respond::{self, Body};
 use super::target::{Req, Target, parse_json};
+use crate::kubectl::{self, Kubectl};
 use crate::patch::{self, PatchError};
 use crate::store::{ApiError, meta};
 
-const ACCEPTED_CR: &str =
-    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
-const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
+const JSON: &str = "application/json-patch+json";
+const MERGE: &str = "application/merge-patch+json";
+const APPLY: &str = "application/apply-patch+yaml";
+const STRATEGIC: &str = "application/strategic-merge-patch+json";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flavour {
     Json,
     Merge,
-    Strategic,
-    Apply,
+    /// kubectl's two, served when built in.
+    Strategic(Kubectl),
+    Apply(Kubectl),
 }
 
 fn flavour(req: &Req<'_>, t: &Target) -> Result<Flavour, ApiError> {
@@ -27,13 +30,28 @@ fn flavour(req: &Req<'_>, t: &Target) -> Result<Flavour, ApiError> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let accepted = if t.rt.builtin { ACCEPTED } else { ACCEPTED_CR };
+    // As the real server lists them: strategic merge only for built-in kinds.
+    let mut accepted = vec![JSON, MERGE];
+    if Kubectl::built().is_some() {
+        accepted.push(APPLY);
+        if t.rt.builtin {
+            accepted.push(STRATEGIC);
+        }
+    }
+    let kubectl = |what: &str| {
+        Kubectl::built()
+            .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", kubectl::left_out(what)))
+    };
     match ct.split(';').next().unwrap_or("").trim() {
-        "application/json-patch+json" => Ok(Flavour::Json),
-        "application/merge-patch+json" => Ok(Flavour::Merge),
-        "application/strategic-merge-patch+json" if t.rt.builtin => Ok(Flavour::Strategic),
-        "application/apply-patch+yaml" => Ok(Flavour::Apply),
-        _ => Err(ApiError::unsupported_media(accepted)),
+        JSON => Ok(Flavour::Json),
+        MERGE => Ok(Flavour::Merge),
+        STRATEGIC if t.rt.builtin => Ok(Flavour::Strategic(kubectl(
+            "strategic merge patch (application/strategic-merge-patch+json)",
+        )?)),
+        APPLY => Ok(Flavour::Apply(kubectl(
+            "server-side apply (application/apply-patch+yaml)",
+        )?)),
+        _ => Err(ApiError::unsupported_media(&accepted.join(", "))),
     }
 }
 
@@ -48,22 +66,18 @@ fn patch_error(e: PatchError) -> ApiError {
     ApiError::new(code, reason, e.to_string())
 }
 
-fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
-    let s = std::str::from_utf8(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    serde_saphyr::from_str::<Value>(s)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
-}
-
 pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
     let fl = flavour(req, t)?;
-    let body = if fl == Flavour::Apply {
-        parse_apply_body(&req.body)?
-    } else {
-        parse_json(&req.body)?
+    let apply = match fl {
+        Flavour::Apply(k) => Some(k),
+        _ => None,
+    };
+    let body = match apply {
+        Some(k) => k.apply_body(&req.body)?,
+        None => parse_json(&req.body)?,
     };
     let manager = req.query.get("fieldManager").unwrap_or("").to_string();
-    if fl == Flavour::Apply && manager.is_empty() {
+    if apply.is_some() && manager.is_empty() {
         let cause = (
             "fieldManager".to_string(),
             "FieldValueRequired".to_string(),
@@ -90,34 +104,36 @@ pub(super) fn patch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     opts.unconditional = true;
     let out = req.state.store.write(&t.st, &t.ns, &name, &opts, |cur| {
         let now = meta::format_time(jiff::Timestamp::now());
-        let apply = |existing: Option<&Value>| {
+        let server_side_apply = |k: Kubectl, existing: Option<&Value>| {
             let (builtin, kind) = (t.rt.builtin, &t.rt.kind);
-            patch::server_side_apply(existing, &body, &manager, builtin, kind, force, &now)
+            k.server_side_apply(existing, &body, &manager, builtin, kind, force, &now)
                 .map_err(patch_error)
         };
         let Some(cur) = cur else {
-            if fl != Flavour::Apply || opts_sub_is_status {
-                return Err(ApiError::not_found(&group, &plural, &name));
-            }
-            let mut created = apply(None)?;
-            created["metadata"]["name"] = json!(name);
-            return Ok(t.to_storage(created));
+            return match apply {
+                Some(k) if !opts_sub_is_status => {
+                    let mut created = server_side_apply(k, None)?;
+                    created["metadata"]["name"] = json!(name);
+                    Ok(t.to_storage(created))
+                }
+                _ => Err(ApiError::not_found(&group, &plural, &name)),
+            };
         };
         let mut obj = t.present(cur);
         match fl {
             Flavour::Merge => patch::merge_patch(&mut obj, &body),
             Flavour::Json => patch::json_patch(&mut obj, &body).map_err(patch_error)?,
-            Flavour::Strategic => {
-                patch::strategic_merge(&mut obj, &body, &t.rt.kind).map_err(patch_error)?
-            }
-            Flavour::Apply => obj = apply(Some(&obj))?,
+            Flavour::Strategic(k) => k
+                .strategic_merge(&mut obj, &body, &t.rt.kind)
+                .map_err(patch_error)?,
+            Flavour::Apply(k) => obj = server_side_apply(k, Some(&obj))?,
         }
-        if fl != Flavour::Apply {
+        if apply.is_none() {
             let patched = obj.clone();
             // A merge or strategic patch is shaped like the object: a key it gives twice is
             // reported at the object's path. (JSON patches: not checked, see README.)
             let mut strict = match fl {
-                Flavour::Merge | Flavour::Strategic => field_validation::duplicates(&req.body),
+                Flavour::Merge | Flavour::Strategic(_) => field_validation::duplicates(&req.body),
                 _ => Vec::new(),
             };
             strict.extend(field_validation::prune_unknown(&t.rt, &t.version, &mut obj));

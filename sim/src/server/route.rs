@@ -19,16 +19,19 @@ pub enum Route {
     Api,
     Apis,
     Group(String),
-    GroupVersion {
-        group: String,
-        version: String,
-    },
-    OpenApiV2,
-    OpenApiV3Root,
-    /// `/openapi/v3/<api/v1 | apis/g/v>`
-    OpenApiV3(String),
+    GroupVersion { group: String, version: String },
+    OpenApi(OpenApi),
     Resource(ResourcePath),
     NotFound,
+}
+
+/// The OpenAPI documents kubectl reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenApi {
+    V2,
+    V3Root,
+    /// `/openapi/v3/<api/v1 | apis/g/v>`
+    V3(String),
 }
 
 fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
@@ -82,9 +85,9 @@ pub fn parse(path: &str) -> Route {
             version: v.to_string(),
         },
         ["apis", g, v, rest @ ..] => resource(g, v, rest),
-        ["openapi", "v2"] => Route::OpenApiV2,
-        ["openapi", "v3"] => Route::OpenApiV3Root,
-        ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),
+        ["openapi", "v2"] => Route::OpenApi(OpenApi::V2),
+        ["openapi", "v3"] => Route::OpenApi(OpenApi::V3Root),
+        ["openapi", "v3", rest @ ..] => Route::OpenApi(OpenApi::V3(rest.join("/"))),
         _ => Route::NotFound,
     }
 }
@@ -197,7 +200,7 @@ mod tests {
             ),
             (
                 "/openapi/v3/apis/x.io/v1",
-                Route::OpenApiV3("apis/x.io/v1".into()),
+                Route::OpenApi(OpenApi::V3("apis/x.io/v1".into())),
             ),
             ("/nope", Route::NotFound),
         ];

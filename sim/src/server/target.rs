@@ -5,8 +5,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, header};
 use serde_json::{Value, json};
 
-use super::State;
 use super::route::Query;
+use super::state::State;
+use crate::kubectl::{self, Kubectl};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{ApiError, Conversion, ResourceType, Sub, WriteOptions, events_v1, meta};
 
@@ -117,32 +118,41 @@ impl Filter {
     }
 }
 
-pub fn wants_table(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("as=Table"))
+/// A request for `meta.k8s.io/v1` Table output (`kubectl get`), and the form of each row's
+/// object (`includeObject`: None, Metadata by default, or Object).
+pub struct TableRequest {
+    kubectl: Kubectl,
+    include: String,
+}
+
+impl TableRequest {
+    /// None if the client did not ask for a Table; 406 if Tables are not built in.
+    pub fn of(req: &Req<'_>) -> Result<Option<Self>, ApiError> {
+        let asked = req
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("as=Table"));
+        if !asked {
+            return Ok(None);
+        }
+        let kubectl = Kubectl::built().ok_or_else(|| {
+            let what = "Table output (Accept: ...;as=Table, `kubectl get`)";
+            ApiError::new(406, "NotAcceptable", kubectl::left_out(what))
+        })?;
+        let include = req.query.get("includeObject").unwrap_or("Metadata").into();
+        Ok(Some(Self { kubectl, include }))
+    }
+
+    /// The Table of `objs` as served at `t`'s path, with `list_meta` as its metadata.
+    pub fn render(&self, t: &Target, objs: &[Value], list_meta: Value) -> Value {
+        self.kubectl
+            .table(&t.rt, &t.version, objs, &self.include, list_meta)
+    }
 }
 
 pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
     })
-}
-
-pub fn table(req: &Req<'_>, t: &Target, objs: &[Value], list_meta: Value) -> Value {
-    let cols =
-        t.rt.columns
-            .get(&t.version)
-            .filter(|c| !c.is_empty())
-            .map(Vec::as_slice);
-    let include = req.query.get("includeObject").unwrap_or("Metadata");
-    crate::table::table(
-        &t.rt.kind,
-        objs,
-        cols,
-        include,
-        list_meta,
-        jiff::Timestamp::now(),
-    )
 }

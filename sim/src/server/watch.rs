@@ -13,15 +13,15 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::respond::{self, Body};
-use super::target::{Filter, Req, Target, wants_table};
-use crate::freeze::Freeze;
+use super::target::{Filter, Req, TableRequest, Target};
+use crate::chaos::freeze::Freeze;
+use crate::chaos::watch_delay::Pending;
 use crate::store::{ApiError, EventType, WatchEvent};
-use crate::watch_delay::Pending;
 
 struct Watcher {
     target: Target,
     filter: Filter,
-    table: Option<String>,
+    table: Option<TableRequest>,
     tx: mpsc::Sender<Bytes>,
     /// Highest resourceVersion this watcher has seen (for bookmarks).
     progress: u64,
@@ -36,23 +36,7 @@ impl Watcher {
         let o = self.target.present(obj);
         match &self.table {
             None => o,
-            Some(include) => {
-                let cols = self
-                    .target
-                    .rt
-                    .columns
-                    .get(&self.target.version)
-                    .filter(|c| !c.is_empty())
-                    .map(Vec::as_slice);
-                crate::table::table(
-                    &self.target.rt.kind,
-                    &[o],
-                    cols,
-                    include,
-                    json!({}),
-                    jiff::Timestamp::now(),
-                )
-            }
+            Some(table) => table.render(&self.target, &[o], json!({})),
         }
     }
     async fn send(&mut self, kind: &str, object: Value) -> bool {
@@ -129,8 +113,7 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         name: None,
         sub: None,
     };
-    let table =
-        wants_table(req.headers).then(|| q.get("includeObject").unwrap_or("Metadata").to_string());
+    let table = TableRequest::of(req)?;
     let mut epoch = req.state.watch_epoch.subscribe();
     let user_agent = req
         .headers

@@ -4,7 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::{ApiError, Inner, ResourceId, meta};
+use super::error::ApiError;
+use super::meta;
+use super::objects::Inner;
+use super::resource::ResourceId;
 
 impl Inner {
     /// Admission for a pod create in `ns`.

@@ -4,7 +4,10 @@
 //! the real ones.
 use serde_json::Value;
 
-use super::{ApiError, ResourceType, Sub, meta};
+use super::error::ApiError;
+use super::meta;
+use super::options::Sub;
+use super::resource::ResourceType;
 
 /// A `StatusCause`: (field, reason, message).
 type Cause = (String, String, String);
@@ -270,7 +273,7 @@ mod tests {
 
     #[test]
     fn messages_and_paths_are_the_real_ones() {
-        let registry = super::super::Registry::with_builtins();
+        let registry = crate::store::resource::Registry::with_builtins();
         let rt = |plural: &str, _kind: &str| {
             registry
                 .lookup("", "v1", plural)

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ApiError, EventType, Inner, ResourceId, ResourceType, WatchEvent, meta};
+use super::error::ApiError;
+use super::meta;
+use super::objects::{EventType, Inner, WatchEvent};
+use super::resource::{Conversion, PrinterColumn, ResourceId, ResourceType};
 use crate::schema::CompiledSchema;
-use crate::table::PrinterColumn;
 
 const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 const CRD_GROUP: &str = "apiextensions.k8s.io";
@@ -30,16 +32,7 @@ fn columns(version: &Value) -> Vec<PrinterColumn> {
     let Some(cols) = version["additionalPrinterColumns"].as_array() else {
         return Vec::new();
     };
-    cols.iter()
-        .map(|c| PrinterColumn {
-            name: c["name"].as_str().unwrap_or("").into(),
-            type_: c["type"].as_str().unwrap_or("string").into(),
-            json_path: c["jsonPath"].as_str().unwrap_or("").into(),
-            priority: c["priority"].as_i64().unwrap_or(0) as i32,
-            format: c["format"].as_str().map(String::from),
-            description: c["description"].as_str().map(String::from),
-        })
-        .collect()
+    cols.iter().map(PrinterColumn::from_crd_column).collect()
 }
 
 /// The served resource a CRD object describes (422 if it is not acceptable).
@@ -148,7 +141,7 @@ fn resource_type(crd: &Value) -> Result<ResourceType, ApiError> {
         has_generation: true,
         requires_rv_on_update: true,
         storage: ResourceId::new(group, plural),
-        conversion: super::Conversion::None,
+        conversion: Conversion::None,
         columns: cols,
         schemas,
         deprecations,

@@ -3,7 +3,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ApiError, EventType, Inner, ResourceType, Store, kinds, meta};
+use super::error::ApiError;
+use super::objects::{EventType, Inner, Store, WatchEvent};
+use super::resource::{ResourceId, ResourceType};
+use super::{kinds, meta};
 
 /// The parts of `DeleteOptions` (body or query) the store honours.
 #[derive(Clone, Debug, Default)]
@@ -97,10 +100,10 @@ impl Store {
 impl Inner {
     fn orphan_dependents(
         &mut self,
-        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        tx: &tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
         owner_uid: &str,
     ) {
-        let dependents: Vec<(super::ResourceId, Arc<Value>)> = self
+        let dependents: Vec<(ResourceId, Arc<Value>)> = self
             .objects
             .iter()
             .flat_map(|(id, m)| m.values().map(move |o| (id.clone(), o.clone())))
@@ -126,7 +129,7 @@ impl Inner {
     /// finalizers go in one DELETED.
     fn delete(
         &mut self,
-        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        tx: &tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
         rt: &ResourceType,
         cur: Arc<Value>,
         opts: &DeleteOptions,
@@ -179,7 +182,7 @@ impl Inner {
     /// already 0 and that no finalizer holds is removed; anything else is left as it is.
     fn delete_again(
         &mut self,
-        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        tx: &tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
         rt: &ResourceType,
         cur: Arc<Value>,
         opts: &DeleteOptions,

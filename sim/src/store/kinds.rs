@@ -2,7 +2,8 @@
 //! cluster IPs (none for headless services), node readiness, quota status (no I/O).
 use serde_json::{Value, json};
 
-use super::{Inner, ResourceType};
+use super::objects::Inner;
+use super::resource::ResourceType;
 
 pub(super) fn on_create(inner: &mut Inner, rt: &ResourceType, obj: &mut Value) {
     if !rt.group.is_empty() {

@@ -2,8 +2,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use crate::schema::CompiledSchema;
-use crate::table::PrinterColumn;
 
 /// Where objects of a resource are stored: group + plural (all versions share one store).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,6 +28,34 @@ pub enum Conversion {
     None,
     /// events.k8s.io/v1 Event stored as core/v1 Event.
     EventsV1,
+}
+
+/// One `additionalPrinterColumns` entry of a CRD version, kept for `kubectl get`'s tables.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub json_path: String,
+    pub priority: i32,
+    pub format: Option<String>,
+    pub description: Option<String>,
+}
+
+impl PrinterColumn {
+    /// Reads one entry of a CRD version's `additionalPrinterColumns` (type defaults to string).
+    pub fn from_crd_column(c: &Value) -> Self {
+        PrinterColumn {
+            name: c["name"].as_str().unwrap_or("").into(),
+            type_: c["type"].as_str().unwrap_or("string").into(),
+            json_path: c["jsonPath"].as_str().unwrap_or("").into(),
+            priority: c["priority"]
+                .as_i64()
+                .and_then(|p| i32::try_from(p).ok())
+                .unwrap_or(0),
+            format: c["format"].as_str().map(String::from),
+            description: c["description"].as_str().map(String::from),
+        }
+    }
 }
 
 /// One served resource (a group, its versions and how it behaves).
@@ -182,5 +211,27 @@ impl Registry {
     }
     pub fn all(&self) -> impl Iterator<Item = &ResourceType> {
         self.types.values()
+    }
+    /// The resources served at `group`/`version`.
+    pub fn served<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a ResourceType> {
+        self.all()
+            .filter(move |t| t.group == group && t.versions.iter().any(|v| v == version))
+    }
+    /// Group name → versions served (preferred first), non-core groups only.
+    pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for t in self.all().filter(|t| !t.group.is_empty()) {
+            let vs = out.entry(t.group.clone()).or_default();
+            for v in &t.versions {
+                if !vs.contains(v) {
+                    vs.push(v.clone());
+                }
+            }
+        }
+        out
     }
 }

@@ -5,8 +5,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::write::{Sub, WriteOptions, admit, version_of};
-use super::{ApiError, EventType, Inner, ResourceType, builtin, crd, kinds, meta};
+use super::error::ApiError;
+use super::objects::{EventType, Inner, WatchEvent};
+use super::options::{Sub, WriteOptions};
+use super::resource::ResourceType;
+use super::write::{admit, version_of};
+use super::{builtin, crd, kinds, meta};
 
 impl Inner {
     fn merge_update(
@@ -62,7 +66,7 @@ impl Inner {
 
     pub(super) fn update(
         &mut self,
-        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        tx: &tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
         rt: &ResourceType,
         cur: Arc<Value>,
         new: Value,
@@ -131,7 +135,7 @@ impl Inner {
     /// Remove an object for good, with the side effects of its kind.
     pub(super) fn remove(
         &mut self,
-        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        tx: &tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
         rt: &ResourceType,
         obj: Value,
         old: Option<Arc<Value>>,

@@ -4,31 +4,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ApiError, EventType, Inner, ResourceType, Store, builtin, crd, kinds, meta};
-
-/// Which part of the object a write may change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Sub {
-    /// The object: `.status` is kept from the stored object (if the kind has a status subresource).
-    #[default]
-    Main,
-    /// The `/status` subresource: only `.status` changes.
-    Status,
-}
-
-/// How a write behaves.
-#[derive(Clone, Debug, Default)]
-pub struct WriteOptions {
-    /// Version the client used (for apiVersion and schema); empty = the preferred one.
-    pub version: String,
-    pub sub: Sub,
-    /// Patches: no resourceVersion required in the body.
-    pub unconditional: bool,
-    /// Server-internal write (scheduler, kubelet, GC): spec and status both taken as given, no
-    /// generation bump.
-    pub internal: bool,
-    pub dry_run: bool,
-}
+use super::error::{self, ApiError};
+use super::objects::{EventType, Inner, Store, WatchEvent};
+use super::options::WriteOptions;
+use super::resource::{ResourceId, ResourceType};
+use super::{builtin, crd, kinds, meta};
 
 impl Store {
     /// POST: create `obj` in `ns`.
@@ -115,11 +95,11 @@ impl Inner {
         if !rt.namespaced {
             return Ok(());
         }
-        let nss = super::ResourceId::new("", "namespaces");
+        let nss = ResourceId::new("", "namespaces");
         match self.get(&nss, "", ns) {
             None => Err(ApiError::not_found("", "namespaces", ns)),
             Some(n) if meta::is_deleting(n) => {
-                let what = super::error::qualified(&rt.group, &rt.plural);
+                let what = error::qualified(&rt.group, &rt.plural);
                 let mut e = ApiError::new(
                     403,
                     "Forbidden",
@@ -176,7 +156,7 @@ impl Inner {
 
     pub(super) fn create(
         &mut self,
-        tx: &tokio::sync::broadcast::Sender<Arc<super::WatchEvent>>,
+        tx: &tokio::sync::broadcast::Sender<Arc<WatchEvent>>,
         rt: &ResourceType,
         ns: &str,
         mut obj: Value,

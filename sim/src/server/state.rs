@@ -1,0 +1,24 @@
+//! What every request handler can reach: the store, the injected faults, freezes and watch
+//! delays, and the server's own settings (plain data, no I/O).
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::chaos::faults::Faults;
+use crate::chaos::freeze::Freeze;
+use crate::chaos::watch_delay::WatchDelays;
+use crate::store::Store;
+
+/// What every request handler can reach.
+pub struct State {
+    pub store: Arc<Store>,
+    pub faults: Arc<Faults>,
+    /// Latency of watch event delivery, by resource.
+    pub watch_delays: Arc<WatchDelays>,
+    /// Clients frozen after their N-th write.
+    pub freeze: Arc<Freeze>,
+    pub addr: SocketAddr,
+    pub bookmark_interval: Duration,
+    /// Bumped to end every open watch (dropped connections, restarts).
+    pub watch_epoch: tokio::sync::watch::Sender<u64>,
+}
