@@ -13,6 +13,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::form::older_form_hint;
+use super::recovery::PREFIX;
 use super::validation::parse_tfjob_ref;
 use super::{TFJob, TFJobStatus};
 
@@ -35,10 +36,20 @@ impl CachedJob {
     pub fn from_value(value: &Value) -> Self {
         match parse_tfjob_ref(value) {
             Ok(mut job) => {
-                // Never read by the controller (status writes send only the status), and the
-                // bulk of a job applied with kubectl: its last-applied annotation repeats the
-                // whole manifest, and managed fields describe every field again.
-                job.metadata.annotations = None;
+                // Only our own annotations are read (`recovery`); the others are the bulk of a
+                // job applied with kubectl (its last-applied annotation repeats the whole
+                // manifest), and managed fields describe every field again.
+                if let Some(annotations) = &mut job.metadata.annotations {
+                    annotations.retain(|k, _| k.starts_with(PREFIX));
+                }
+                if job
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.is_empty())
+                {
+                    job.metadata.annotations = None;
+                }
                 job.metadata.managed_fields = None;
                 Self(Ok(job))
             }

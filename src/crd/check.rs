@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use super::field_error::FieldError;
 use super::schema::crd;
 use path::At;
-use words::{empty_of, flag, num, render, suggestion, type_mismatch};
+pub(crate) use words::suggestion;
+use words::{empty_of, flag, num, render, type_mismatch};
 
 /// What the check found, and the document with every offending value taken out.
 #[derive(Clone, Debug, Default, PartialEq)]

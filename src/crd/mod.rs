@@ -7,6 +7,7 @@ pub mod defaults;
 pub mod field_error;
 pub mod form;
 pub mod labels;
+pub mod recovery;
 pub mod replica_type;
 pub mod schema;
 pub mod spec;

@@ -31,6 +31,15 @@ pub struct TFJobStatus {
     /// Kept for compatibility; not written on ordinary reconciles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reconcile_time: Option<Time>,
+
+    /// Whole-job restarts so far (`tfjob-operator.dev/restart-scope: Job`): the attempt the
+    /// job's pods belong to (their label `tfjob-operator.dev/restart-attempt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_attempt: Option<i32>,
+
+    /// When the latest whole-job restart was decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_time: Option<Time>,
 }
 
 /// One observation about the job (Kubeflow's JobCondition).
@@ -66,6 +75,9 @@ pub enum ConditionType {
     /// Children cannot be created: the API server refuses them (quota, RBAC, admission,
     /// invalid template). Present only while that lasts (docs/behaviour.md §13).
     ReplicaFailure,
+    /// A replica's pod cannot start: its image cannot be pulled, its config is wrong, or no
+    /// node fits it. Names the pod, container and reason; present only while that lasts.
+    Stuck,
 }
 
 /// `True`, `False` or `Unknown`.
@@ -98,6 +110,10 @@ pub struct ReplicaStatus {
     /// Label selector of this type's pods, as a string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+    /// Indexes whose pod succeeded, as `0,2-4` (batch/v1 Job's `completedIndexes`): never
+    /// run again, even if their pod is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_indexes: Option<String>,
 }
 
 // Condition reasons, Kubeflow's spelling.
@@ -109,3 +125,57 @@ pub const REASON_FAILED: &str = "TFJobFailed";
 pub const REASON_FAILED_VALIDATION: &str = "TFJobFailedValidation";
 pub const REASON_SUSPENDED: &str = "TFJobSuspended";
 pub const REASON_RESUMED: &str = "TFJobResumed";
+
+/// `0,2-4` (batch/v1 Job's `completedIndexes` form): the indexes, ascending, runs of
+/// consecutive ones as `first-last`.
+pub fn format_indexes(indexes: impl IntoIterator<Item = i32>) -> String {
+    let mut sorted: Vec<i32> = indexes.into_iter().collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j - i {
+            0 => sorted[i].to_string(),
+            _ => format!("{}-{}", sorted[i], sorted[j]),
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// The indexes of a `completedIndexes` string; parts that are not `n` or `a-b` with
+/// `0 <= a <= b` are skipped (the operator writes the field; a hand-edited one is read as far
+/// as it makes sense).
+pub fn parse_indexes(text: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<i32>(), b.trim().parse::<i32>())
+            && 0 <= a
+            && a <= b
+            && b - a < 1_000_000
+        {
+            out.extend(a..=b);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completed_indexes_read_and_write_like_batch_jobs() {
+        assert_eq!(format_indexes([4, 0, 2, 3, 7]), "0,2-4,7");
+        assert_eq!(format_indexes([]), "");
+        assert_eq!(parse_indexes("0,2-4,7"), [0, 2, 3, 4, 7]);
+        assert_eq!(parse_indexes(" 1 , x, 5-3, 6-6"), [1, 6]);
+        assert_eq!(format_indexes(parse_indexes("0,2-4,7")), "0,2-4,7");
+    }
+}

@@ -6,6 +6,7 @@
 
 use super::field_error::FieldError;
 use super::labels::child_name;
+use super::recovery::Recovery;
 use super::replica_type::ReplicaType;
 use super::spec::{
     DEFAULT_REPLICAS, MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, TFJob,
@@ -20,6 +21,9 @@ const MAX_NAME_LEN: usize = 63;
 pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {
     let mut errors = Vec::new();
     validate_name(job, &mut errors);
+    if let Err(bad) = Recovery::of(job.metadata.annotations.as_ref()) {
+        errors.extend(bad);
+    }
     replicas::validate_keys(job, &mut errors);
     replicas::validate_roles(job, &mut errors);
     for (t, spec) in job.spec.tf_replica_specs.iter() {

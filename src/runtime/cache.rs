@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, Pod,
-    PodStatus, Service,
+    PodCondition, PodStatus, Service,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
@@ -26,9 +26,16 @@ use kube::runtime::watcher::Event;
 use serde::{Deserialize, Deserializer};
 
 use crate::crd::labels::{LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE};
+use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
 
-/// The labels a cached child keeps: the ones that say whose it is and which replica.
-const KEPT_LABELS: [&str; 3] = [LABEL_JOB_NAME, LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX];
+/// The labels a cached child keeps: the ones that say whose it is, which replica, and (under
+/// `restart-scope: Job`) which attempt.
+const KEPT_LABELS: [&str; 4] = [
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_TYPE,
+    LABEL_REPLICA_INDEX,
+    LABEL_RESTART_ATTEMPT,
+];
 
 /// A cached pod.
 #[derive(Clone, Debug, Deserialize)]
@@ -52,6 +59,12 @@ pub struct CachedService {
 pub struct PodState {
     #[serde(default)]
     pub phase: Option<String>,
+    /// Why the pod failed as a whole (`Evicted`, `NodeLost`, ...).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The scheduler's word when it cannot place the pod (`PodScheduled` False).
+    #[serde(default, deserialize_with = "unscheduled")]
+    pub conditions: Option<Reason>,
     #[serde(default)]
     pub container_statuses: Vec<ContainerBrief>,
 }
@@ -81,12 +94,40 @@ pub struct StateBrief {
 pub struct Reason {
     #[serde(default)]
     pub reason: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Exit {
     pub exit_code: i32,
+    /// `Error`, `OOMKilled`, `Completed`, ...
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Of a pod's conditions, only `PodScheduled` False is kept: the scheduler's reason and
+/// message when the pod cannot be placed.
+fn unscheduled<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Reason>, D::Error> {
+    #[derive(Deserialize)]
+    struct Wire {
+        #[serde(rename = "type")]
+        type_: String,
+        status: String,
+        #[serde(default)]
+        reason: Option<String>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+    let conditions = Option::<Vec<Wire>>::deserialize(deserializer)?.unwrap_or_default();
+    Ok(conditions
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        .map(|c| Reason {
+            reason: c.reason,
+            message: c.message,
+        }))
 }
 
 /// The metadata fields a cached child keeps; serde skips every other one unparsed.
@@ -101,6 +142,7 @@ struct WireMeta {
     labels: BTreeMap<String, String>,
     #[serde(default)]
     owner_references: Vec<OwnerReference>,
+    creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
 }
 
@@ -113,6 +155,7 @@ fn lean_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D
         resource_version: wire.resource_version,
         labels: Some(kept_labels(wire.labels)),
         owner_references: Some(controller_only(wire.owner_references)),
+        creation_timestamp: wire.creation_timestamp,
         deletion_timestamp: wire.deletion_timestamp,
         ..ObjectMeta::default()
     })
@@ -135,6 +178,13 @@ impl CachedPod {
         let meta = &pod.metadata;
         let status = pod.status.as_ref().map(|s| PodState {
             phase: s.phase.clone(),
+            reason: s.reason.clone(),
+            conditions: s.conditions.iter().flatten().find_map(|c| {
+                (c.type_ == "PodScheduled" && c.status == "False").then(|| Reason {
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                })
+            }),
             container_statuses: s
                 .container_statuses
                 .iter()
@@ -155,6 +205,16 @@ impl CachedPod {
             spec: None,
             status: self.status.as_ref().map(|s| PodStatus {
                 phase: s.phase.clone(),
+                reason: s.reason.clone(),
+                conditions: s.conditions.as_ref().map(|c| {
+                    vec![PodCondition {
+                        type_: "PodScheduled".into(),
+                        status: "False".into(),
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                        ..PodCondition::default()
+                    }]
+                }),
                 container_statuses: Some(
                     s.container_statuses
                         .iter()
@@ -193,6 +253,7 @@ fn kept_meta(meta: &ObjectMeta) -> ObjectMeta {
         owner_references: Some(controller_only(
             meta.owner_references.clone().unwrap_or_default(),
         )),
+        creation_timestamp: meta.creation_timestamp.clone(),
         deletion_timestamp: meta.deletion_timestamp.clone(),
         ..ObjectMeta::default()
     }
@@ -203,9 +264,11 @@ impl ContainerBrief {
         let brief = |s: Option<&ContainerState>| StateBrief {
             waiting: s.and_then(|s| s.waiting.as_ref()).map(|w| Reason {
                 reason: w.reason.clone(),
+                message: w.message.clone(),
             }),
             terminated: s.and_then(|s| s.terminated.as_ref()).map(|t| Exit {
                 exit_code: t.exit_code,
+                reason: t.reason.clone(),
             }),
         };
         Self {
@@ -220,10 +283,11 @@ impl ContainerBrief {
         let state = |s: &StateBrief| ContainerState {
             waiting: s.waiting.as_ref().map(|w| ContainerStateWaiting {
                 reason: w.reason.clone(),
-                ..Default::default()
+                message: w.message.clone(),
             }),
             terminated: s.terminated.as_ref().map(|t| ContainerStateTerminated {
                 exit_code: t.exit_code,
+                reason: t.reason.clone(),
                 ..Default::default()
             }),
             running: None,
@@ -459,12 +523,13 @@ mod tests {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {
                 "name": name, "namespace": "ns", "uid": format!("uid-{name}"),
-                "resourceVersion": "7",
+                "resourceVersion": "7", "creationTimestamp": "2026-11-25T10:00:00Z",
                 "labels": {
                     "training.kubeflow.org/job-name": job,
                     "training.kubeflow.org/replica-type": "worker",
                     "training.kubeflow.org/replica-index": "0",
                     "training.kubeflow.org/operator-name": "tfjob-controller",
+                    "tfjob-operator.dev/restart-attempt": "2",
                     "team": "a"
                 },
                 "annotations": {"big": "x".repeat(1000)},
@@ -478,7 +543,12 @@ mod tests {
             "spec": {"containers": [{"name": "tensorflow", "image": "tf",
                                      "env": [{"name": "TF_CONFIG", "value": "{}"}]}]},
             "status": {
-                "phase": "Failed", "podIP": "10.0.0.1", "message": "m",
+                "phase": "Failed", "podIP": "10.0.0.1", "message": "m", "reason": "Evicted",
+                "conditions": [
+                    {"type": "Ready", "status": "False", "reason": "PodFailed"},
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": "0/1 nodes are available"}
+                ],
                 "containerStatuses": [{
                     "name": "tensorflow", "image": "tf", "imageID": "sha", "ready": false,
                     "restartCount": 2,
@@ -522,6 +592,13 @@ mod tests {
             .and_then(|s| s.terminated.as_ref())
             .map(|t| t.exit_code);
         assert_eq!(exit, Some(137));
+        let reason = c.state.as_ref().and_then(|s| s.terminated.as_ref()?.reason.as_deref());
+        assert_eq!(reason, Some("OOMKilled"));
+        assert_eq!(status.reason.as_deref(), Some("Evicted"));
+        let conditions = status.conditions.as_deref().unwrap_or_default();
+        assert_eq!(conditions.len(), 1, "only PodScheduled=False is kept");
+        assert_eq!(conditions[0].message.as_deref(), Some("0/1 nodes are available"));
+        assert!(meta.creation_timestamp.is_some());
         let waiting = c.last_state.as_ref().and_then(|s| s.waiting.as_ref());
         assert_eq!(
             waiting.and_then(|w| w.reason.as_deref()),

@@ -56,7 +56,7 @@ pub(super) fn render(v: &Value) -> String {
 
 /// ` (did you mean "x"?)` when one declared name is within two edits of `key`, or differs only
 /// in case.
-pub(super) fn suggestion<'a>(key: &str, declared: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn suggestion<'a>(key: &str, declared: impl Iterator<Item = &'a str>) -> String {
     declared
         .map(|d| {
             (

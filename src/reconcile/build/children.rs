@@ -10,6 +10,7 @@ use crate::crd::labels::{
     JOB_ROLE_MASTER, LABEL_JOB_ROLE, child_name, is_master_role, job_name, job_namespace,
     replica_labels,
 };
+use crate::crd::recovery::{LABEL_RESTART_ATTEMPT, Recovery, RestartScope};
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob};
 use crate::reconcile::build::tf_config::{TF_CONFIG, tf_config};
 
@@ -28,10 +29,15 @@ pub fn owner_reference(job: &TFJob) -> OwnerReference {
 /// The pod of replica `t`/`index`: the template with our labels (winning over the
 /// template's), the translated restart policy, the default port and TF_CONFIG.
 /// `job.spec` is assumed defaulted; the port is defaulted here too (idempotent).
+///
+/// Under `restart-scope: Job` the kubelet never restarts a container (the operator restarts
+/// the whole job, and must see every failure), and the pod carries its attempt's label.
 pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>) -> Pod {
     let replica = replica_spec(job, t);
     let template = &replica.template;
     let name = job_name(job);
+    let whole_job =
+        Recovery::of(job.metadata.annotations.as_ref()).is_ok_and(|r| r.scope == RestartScope::Job);
 
     let mut labels = template
         .metadata
@@ -42,6 +48,13 @@ pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>
     if is_master_role(&job.spec, t, index) {
         labels.insert(LABEL_JOB_ROLE.to_string(), JOB_ROLE_MASTER.to_string());
     }
+    if whole_job {
+        let attempt = job.status.as_ref().and_then(|s| s.restart_attempt);
+        labels.insert(
+            LABEL_RESTART_ATTEMPT.into(),
+            attempt.unwrap_or(0).to_string(),
+        );
+    }
     let template_meta = template.metadata.as_ref();
     let metadata = ObjectMeta {
         labels: Some(labels),
@@ -51,7 +64,11 @@ pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>
     };
 
     let mut spec = template.spec.clone().unwrap_or_default();
-    spec.restart_policy = Some(pod_restart_policy(replica.restart_policy).to_string());
+    let policy = match whole_job {
+        true => "Never",
+        false => pod_restart_policy(replica.restart_policy),
+    };
+    spec.restart_policy = Some(policy.to_string());
     default_tf_port(&mut spec);
     if let Some(tf) = spec.containers.iter_mut().find(|c| c.name == TF_CONTAINER) {
         set_tf_config(tf, tf_config(job, t, index, cluster_domain));

@@ -139,17 +139,27 @@ pub fn replica_failure(
     failure: Option<(&str, String)>,
     now: Timestamp,
 ) {
-    let Some((reason, message)) = failure else {
-        conditions.retain(|c| c.type_ != ConditionType::ReplicaFailure);
+    present_while(conditions, ConditionType::ReplicaFailure, failure, now);
+}
+
+/// A condition that is True, with `(reason, message)`, while a state lasts, and absent
+/// otherwise (`ReplicaFailure`, `Stuck`). A new reason or message updates it in place:
+/// its transition time stays, its update time moves.
+pub fn present_while(
+    conditions: &mut Vec<JobCondition>,
+    t: ConditionType,
+    state: Option<(&str, String)>,
+    now: Timestamp,
+) {
+    let Some((reason, message)) = state else {
+        conditions.retain(|c| c.type_ != t);
         return;
     };
-    let wanted = Wanted::new(ConditionType::ReplicaFailure, true, reason, message);
+    let wanted = Wanted::new(t, true, reason, message);
     if set(conditions, wanted.clone(), now) {
         return;
     }
-    if let Some(c) = conditions
-        .iter_mut()
-        .find(|c| c.type_ == ConditionType::ReplicaFailure)
+    if let Some(c) = conditions.iter_mut().find(|c| c.type_ == t)
         && (c.reason.as_deref() != Some(reason) || c.message.as_ref() != Some(&wanted.message))
     {
         c.reason = Some(reason.to_string());

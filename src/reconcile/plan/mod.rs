@@ -54,12 +54,13 @@ pub mod view;
 
 use crate::crd::cached::Unreadable;
 use crate::crd::validation::validate;
-use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, TFJob, TFJobStatus};
+use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_RESTARTING, TFJob, TFJobStatus};
 use conditions::Change;
 use model::{Deletion, EventNote, Observed, Plan, Settings};
 use replicas::Replicas;
 use rules::finish::{self, Cause, Verdict};
-use rules::restarts::{self, Restart};
+use rules::job_restart::{self, JobRestart};
+use rules::restarts;
 use rules::timers::{self, Timer};
 use rules::{counts, gang, progress, scale, suspend, unreadable};
 use view::JobView;
@@ -98,7 +99,7 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
         return Plan::default();
     }
     let view = JobView::new(job, now, settings);
-    let children = replicas::sort(job, observed);
+    let children = replicas::sort(job, observed, view.counted_attempt());
     let stored_finished = job.status.as_ref().is_some_and(conditions::is_finished);
     let mut pass = Pass {
         status: job.status.clone().unwrap_or_default(),
@@ -121,6 +122,7 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
         gang_scheduling(&view, observed, settings, &mut pass);
     }
     refused_creates(observed, &mut pass);
+    stuck_pods(&children, &mut pass);
     pass.plan.status = Some(pass.status);
     pass.plan
 }
@@ -133,6 +135,24 @@ fn refused_creates(observed: &Observed, pass: &mut Pass) {
     let failure = observed.refused.as_ref().filter(|_| missing);
     let failure = failure.map(|r| (r.reason.as_str(), r.message.clone()));
     conditions::replica_failure(&mut pass.status.conditions, failure, pass.now);
+}
+
+/// `Stuck` names a replica whose pod cannot start (docs/behaviour.md §7.2), in Kubernetes'
+/// words, while that lasts; a finished job has none.
+fn stuck_pods(children: &Replicas, pass: &mut Pass) {
+    let stuck = match conditions::is_finished(&pass.status) {
+        true => None,
+        false => progress::stuck(children),
+    };
+    let stuck = stuck
+        .as_ref()
+        .map(|(reason, message)| (reason.as_str(), message.clone()));
+    conditions::present_while(
+        &mut pass.status.conditions,
+        ConditionType::Stuck,
+        stuck,
+        pass.now,
+    );
 }
 
 /// The job's PodGroup follows it (docs/behaviour.md §8): there while it runs, gone when it is
@@ -175,6 +195,11 @@ impl Pass {
 
     fn events(&mut self, notes: impl IntoIterator<Item = EventNote>) {
         self.plan.events.extend(notes);
+    }
+
+    /// Come back at `at` at the latest.
+    fn wake_at(&mut self, at: Timestamp) {
+        self.plan.requeue_at = Some(self.plan.requeue_at.map_or(at, |t| t.min(at)));
     }
 
     fn delete(&mut self, pods: impl IntoIterator<Item = Deletion>, services: Vec<Deletion>) {
@@ -237,58 +262,174 @@ fn run(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
     }
     pass.change(resumed);
     let restarting = conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
-    let scan = restarts::scan(view, children, &book.restarts, restarting, started);
+    let since = startup_since(view, &pass.status);
+    let (startup, late) = timers::startup(view, children, since);
+    let faults = if view.whole_job_restarts() {
+        let (decision, events) = job_restart::decide(
+            view,
+            children,
+            &pass.status,
+            restarting,
+            started,
+            late.clone(),
+        );
+        Faults::WholeJob(decision, events)
+    } else {
+        Faults::Replicas(restarts::scan(
+            view,
+            children,
+            &book.restarts,
+            restarting,
+            started,
+        ))
+    };
     let deadline = timers::deadline(view, pass.status.start_time.as_ref());
     let verdict = if finish::succeeded(view, children) {
         Some(Verdict::Succeeded)
-    } else if let Some(cause) = scan.failure.clone() {
+    } else if let Some(cause) = faults.failure() {
         Some(Verdict::Failed(cause))
+    } else if deadline == Timer::Due {
+        Some(Verdict::Failed(Cause::Deadline))
     } else {
-        (deadline == Timer::Due).then_some(Verdict::Failed(Cause::Deadline))
+        let seconds = view.recovery.startup_deadline_seconds.unwrap_or_default();
+        late.filter(|_| !view.whole_job_restarts())
+            .map(|late| Verdict::Failed(Cause::StartupDeadline { seconds, late }))
     };
-    let Some(verdict) = verdict else {
-        let restarted: Vec<Deletion> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
-        let book = counts::RestartBook {
-            restarts: scan.counts,
-            ..book
-        };
-        pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
-        pass.events(scan.events);
-        pass.events(children.stuck_events(view.namespace));
-        return advance(view, children, &scan.restarts, restarted, deadline, pass);
-    };
-    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-    if scan.failure.is_some() && matches!(verdict, Verdict::Failed(_)) {
-        pass.events(scan.events);
+    if let Some(verdict) = verdict {
+        pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
+        if faults.failure().is_some() && matches!(verdict, Verdict::Failed(_)) {
+            pass.events(faults.into_events());
+        }
+        return pass.conclude(view, verdict);
     }
-    pass.conclude(view, verdict);
+    for timer in [deadline, startup] {
+        if let Timer::At(at) = timer {
+            pass.wake_at(at);
+        }
+    }
+    match faults {
+        Faults::Replicas(scan) => advance(view, children, scan, book, pass),
+        Faults::WholeJob(decision, events) => {
+            pass.events(events);
+            pass.events(children.stuck_events(view.namespace));
+            advance_whole_job(view, children, decision, book, pass);
+        }
+    }
 }
 
-/// A job that keeps running: create what is missing, drop the surplus, restart failed
-/// replicas (`restarted`: their pods), update Running/Restarting and wake up for the
-/// deadline.
+/// The failures of a pass, decided per replica (Kubeflow's way) or for the whole job.
+enum Faults {
+    Replicas(restarts::FailureScan),
+    WholeJob(JobRestart, Vec<EventNote>),
+}
+
+impl Faults {
+    fn failure(&self) -> Option<Cause> {
+        match self {
+            Faults::Replicas(scan) => scan.failure.clone(),
+            Faults::WholeJob(JobRestart::Fails(cause), _) => Some(cause.clone()),
+            Faults::WholeJob(..) => None,
+        }
+    }
+
+    fn into_events(self) -> Vec<EventNote> {
+        match self {
+            Faults::Replicas(scan) => scan.events,
+            Faults::WholeJob(_, events) => events,
+        }
+    }
+}
+
+/// Where the startup deadline counts from for replicas without a pod: the job's start, or
+/// the moment the latest whole-job restart's pods may be created.
+fn startup_since(view: &JobView<'_>, status: &TFJobStatus) -> Option<Timestamp> {
+    let start = status.start_time.as_ref().map(|t| t.0);
+    let restarted = status
+        .restart_time
+        .as_ref()
+        .filter(|_| view.whole_job_restarts())
+        .and_then(|t| t.0.checked_add(job_restart::backoff(view.attempt)).ok());
+    start.into_iter().chain(restarted).max()
+}
+
+/// A job that keeps running, per replica: create what is missing, drop the surplus,
+/// restart failed replicas (delete their pods), update Running/Restarting.
 fn advance(
     view: &JobView<'_>,
     children: &Replicas,
-    restarts: &[Restart],
-    restarted: Vec<Deletion>,
-    deadline: Timer,
+    scan: restarts::FailureScan,
+    book: counts::RestartBook,
     pass: &mut Pass,
 ) {
+    let restarted: Vec<Deletion> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
+    let book = counts::RestartBook {
+        restarts: scan.counts,
+        ..book
+    };
+    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
+    pass.events(scan.events);
+    pass.events(children.stuck_events(view.namespace));
     (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
     let (pods, services) = scale::surplus(view, children);
     pass.delete(pods.into_iter().chain(restarted), services);
-    match progress::restarting(view, restarts) {
+    match progress::restarting(view, &scan.restarts) {
         Some(restarting) => pass.change([restarting]),
-        None => {
-            let restarting =
-                conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
-            pass.change(progress::running(view, children, restarting));
+        None => progress_running(view, children, pass),
+    }
+}
+
+/// A `restart-scope: Job` job that keeps running (docs/behaviour.md §6.7): a fault restarts
+/// every pod as the next attempt; while a restart is under way nothing is created; else it
+/// runs on like any job.
+fn advance_whole_job(
+    view: &JobView<'_>,
+    children: &Replicas,
+    decision: JobRestart,
+    mut book: counts::RestartBook,
+    pass: &mut Pass,
+) {
+    match decision {
+        JobRestart::Now(fault) => {
+            let attempt = view.attempt.saturating_add(1);
+            pass.status.restart_attempt = Some(attempt);
+            pass.status.restart_time = Some(Time(view.now));
+            let count = book.restarts.entry(fault.t).or_default();
+            *count = count.saturating_add(1);
+            let deleted = job_restart::pods_to_delete(children);
+            pass.status.replica_statuses =
+                counts::replica_statuses(view, children, &book, &deleted);
+            pass.delete(deleted, Vec::new());
+            let (message, event) = progress::restarting_whole_job(view, attempt, &fault);
+            let restarting = Some((REASON_RESTARTING, message));
+            let conditions = &mut pass.status.conditions;
+            conditions::present_while(conditions, ConditionType::Restarting, restarting, view.now);
+            pass.events([event]);
+            if let Ok(at) = view.now.checked_add(job_restart::backoff(attempt)) {
+                pass.wake_at(at);
+            }
         }
+        JobRestart::Waiting { delete, until } => {
+            pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
+            pass.delete(delete, Vec::new());
+            if let Some(at) = until {
+                pass.wake_at(at);
+            }
+        }
+        JobRestart::Steady => {
+            pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
+            (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
+            let (pods, services) = scale::surplus(view, children);
+            pass.delete(pods, services);
+            progress_running(view, children, pass);
+        }
+        JobRestart::Fails(_) => unreachable!("a failing job concludes before it advances"),
     }
-    if let Timer::At(at) = deadline {
-        pass.plan.requeue_at = Some(at);
-    }
+}
+
+/// Running once the deciding replica runs (Restarting until every replica has a pod again).
+fn progress_running(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
+    let restarting = conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
+    pass.change(progress::running(view, children, restarting));
 }
 
 /// A finished job: clean up by policy and apply the TTL (delete now, or wake up then).

@@ -5,11 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::crd::defaults::TF_CONTAINER;
 use crate::crd::labels::replica_of;
+use crate::crd::parse_indexes;
+use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaType, TFJob};
 use crate::reconcile::plan::model::{Deletion, EventNote, Observed};
 
@@ -47,9 +50,58 @@ pub struct ChildPod {
     pub exit_code: Option<i32>,
     /// Sum of the containers' kubelet restarts of this pod incarnation.
     pub restart_count: i32,
-    /// A container waiting for a reason that needs a person (`ImagePullBackOff`, ...):
-    /// (container, reason).
-    pub stuck: Option<(String, String)>,
+    /// Why the pod cannot start, if a person is needed: a container waiting for such a
+    /// reason (`ImagePullBackOff`, ...), or no node fits it (`Unschedulable`).
+    pub stuck: Option<Stuck>,
+    /// The attempt it belongs to (`restart-scope: Job`): its restart-attempt label, 0 without.
+    pub attempt: i32,
+    pub created: Option<Timestamp>,
+    /// Why it failed, in Kubernetes' words: the pod's reason (`Evicted`, ...), else the
+    /// `tensorflow` container's (`OOMKilled`, `Error`).
+    pub reason: Option<String>,
+}
+
+/// Why a pod cannot start, in Kubernetes' words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stuck {
+    /// The waiting container; none when the pod is not scheduled.
+    pub container: Option<String>,
+    /// `ImagePullBackOff`, `CreateContainerConfigError`, `Unschedulable`, ...
+    pub reason: String,
+    /// The kubelet's or the scheduler's message.
+    pub message: Option<String>,
+}
+
+impl Stuck {
+    /// `container tensorflow is waiting: ImagePullBackOff: Back-off pulling image "x"`, or
+    /// `Unschedulable: 0/1 nodes are available: ...`.
+    pub fn words(&self) -> String {
+        let message = self
+            .message
+            .as_deref()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        match &self.container {
+            Some(c) => format!("container {c} is waiting: {}{message}", self.reason),
+            None => format!("{}{message}", self.reason),
+        }
+    }
+}
+
+impl ChildPod {
+    /// What failed it, for conditions and events: `exited with code 137 (OOMKilled)`,
+    /// `failed (Evicted)`.
+    pub fn failure_words(&self) -> String {
+        let reason = self
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        match self.exit_code {
+            Some(code) => format!("exited with code {code}{reason}"),
+            None => format!("failed{reason}"),
+        }
+    }
 }
 
 impl ChildPod {
@@ -73,6 +125,11 @@ pub struct Replicas {
     pub foreign_services: BTreeSet<String>,
     /// Pods whose creation failed and that never existed since (see `Observed::never_created`).
     pub never_created: BTreeSet<String>,
+    /// Replicas that succeeded: as stored (`completedIndexes`), and those whose pod succeeded
+    /// now. Never run again.
+    pub completed: BTreeSet<Key>,
+    /// Pods of earlier attempts of a `restart-scope: Job` job: never counted, only deleted.
+    pub earlier_attempts: Vec<ChildPod>,
 }
 
 /// One service owned by the job.
@@ -130,12 +187,13 @@ impl Replicas {
             .values()
             .filter(|p| !p.terminating)
             .filter_map(|p| {
-                let (container, reason) = p.stuck.as_ref()?;
+                let stuck = p.stuck.as_ref()?;
+                let container = stuck.container.as_ref()?;
                 let message = format!(
-                    "Pod: {namespace}.{} container {container} is waiting: {reason}",
-                    p.name
+                    "Pod: {namespace}.{} container {container} is waiting: {}",
+                    p.name, stuck.reason
                 );
-                Some(EventNote::warning(reason, message))
+                Some(EventNote::warning(&stuck.reason, message))
             })
             .collect()
     }
@@ -145,11 +203,13 @@ impl Replicas {
 pub const REASON_NOT_OWNED: &str = "ChildNotOwned";
 
 /// Sorts the observed objects. When two owned objects claim the same replica (only by
-/// outside tampering), the one with the smallest name wins so the result is stable.
-pub fn sort(job: &TFJob, observed: &Observed) -> Replicas {
+/// outside tampering), the one with the smallest name wins so the result is stable. With
+/// `attempt` (`restart-scope: Job`), pods of earlier attempts are set apart.
+pub fn sort(job: &TFJob, observed: &Observed, attempt: Option<i32>) -> Replicas {
     let uid = job.metadata.uid.as_deref();
     let mut children = Replicas {
         never_created: observed.never_created.clone(),
+        completed: stored_completions(job),
         ..Replicas::default()
     };
     for pod in &observed.pods {
@@ -163,6 +223,13 @@ pub fn sort(job: &TFJob, observed: &Observed) -> Replicas {
             continue;
         };
         let child = child_pod(pod, name);
+        if attempt.is_some_and(|current| child.attempt < current) {
+            children.earlier_attempts.push(child);
+            continue;
+        }
+        if child.phase == Phase::Succeeded {
+            children.completed.insert(key);
+        }
         let keep = children
             .pods
             .get(&key)
@@ -198,6 +265,17 @@ pub fn sort(job: &TFJob, observed: &Observed) -> Replicas {
     children
 }
 
+/// The replicas the stored status says succeeded.
+fn stored_completions(job: &TFJob) -> BTreeSet<Key> {
+    let statuses = job.status.iter().flat_map(|s| &s.replica_statuses);
+    statuses
+        .flat_map(|(t, s)| {
+            let text = s.completed_indexes.as_deref().unwrap_or_default();
+            parse_indexes(text).into_iter().map(move |i| (*t, i))
+        })
+        .collect()
+}
+
 /// Owned = a controller owner reference carrying the job's uid. A job without uid (never
 /// stored by an API server) owns nothing.
 fn owned_by(meta: &ObjectMeta, job_uid: Option<&str>) -> bool {
@@ -220,15 +298,37 @@ fn child_pod(pod: &Pod, name: String) -> ChildPod {
     let containers: &[ContainerStatus] = status
         .and_then(|s| s.container_statuses.as_deref())
         .unwrap_or(&[]);
+    let meta = &pod.metadata;
+    let unscheduled = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        })
+        .filter(|c| c.reason.as_deref() == Some("Unschedulable"))
+        .map(|c| Stuck {
+            container: None,
+            reason: "Unschedulable".into(),
+            message: c.message.clone(),
+        });
     ChildPod {
         name,
-        uid: pod.metadata.uid.clone(),
-        resource_version: pod.metadata.resource_version.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
         phase,
-        terminating: pod.metadata.deletion_timestamp.is_some(),
+        terminating: meta.deletion_timestamp.is_some(),
         exit_code: tensorflow_exit_code(containers),
         restart_count: containers.iter().map(|c| c.restart_count.max(0)).sum(),
-        stuck: stuck_container(containers),
+        stuck: stuck_container(containers).or(unscheduled),
+        attempt: meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LABEL_RESTART_ATTEMPT)?.parse().ok())
+            .unwrap_or(0),
+        created: meta.creation_timestamp.as_ref().map(|t| t.0),
+        reason: status
+            .and_then(|s| s.reason.clone())
+            .or_else(|| tensorflow_terminated(containers).and_then(|t| t.reason.clone())),
     }
 }
 
@@ -243,22 +343,29 @@ const STUCK_REASONS: [&str; 6] = [
     "CrashLoopBackOff",
 ];
 
-fn stuck_container(containers: &[ContainerStatus]) -> Option<(String, String)> {
+fn stuck_container(containers: &[ContainerStatus]) -> Option<Stuck> {
     containers.iter().find_map(|c| {
-        let reason = c.state.as_ref()?.waiting.as_ref()?.reason.as_deref()?;
-        STUCK_REASONS
-            .contains(&reason)
-            .then(|| (c.name.clone(), reason.to_string()))
+        let waiting = c.state.as_ref()?.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        STUCK_REASONS.contains(&reason).then(|| Stuck {
+            container: Some(c.name.clone()),
+            reason: reason.to_string(),
+            message: waiting.message.clone(),
+        })
     })
 }
 
 /// The `tensorflow` container's exit code: its current terminated state, else the last
 /// one. None when it never terminated (evicted, node lost, still running).
 fn tensorflow_exit_code(containers: &[ContainerStatus]) -> Option<i32> {
+    tensorflow_terminated(containers).map(|t| t.exit_code)
+}
+
+fn tensorflow_terminated(containers: &[ContainerStatus]) -> Option<&ContainerStateTerminated> {
     let tf = containers.iter().find(|c| c.name == TF_CONTAINER)?;
     let current = tf.state.as_ref().and_then(|s| s.terminated.as_ref());
     let last = tf.last_state.as_ref().and_then(|s| s.terminated.as_ref());
-    current.or(last).map(|t| t.exit_code)
+    current.or(last)
 }
 
 #[cfg(test)]
@@ -336,6 +443,7 @@ mod tests {
                     services: vec![],
                     ..Observed::default()
                 },
+                None,
             );
             let got = children.pods.get(&(Worker, 0)).expect(case.name);
             assert_eq!(got.phase, case.phase, "{}", case.name);
@@ -376,7 +484,7 @@ mod tests {
                 pods: vec![waiting(reason)],
                 ..Observed::default()
             };
-            let events = sort(&j, &observed).stuck_events("ns");
+            let events = sort(&j, &observed, None).stuck_events("ns");
             assert_eq!(events.len(), want, "{reason}");
             if let Some(e) = events.first() {
                 assert_eq!(e.reason, reason);
@@ -406,7 +514,7 @@ mod tests {
             }],
             ..Observed::default()
         };
-        let children = sort(&j, &observed);
+        let children = sort(&j, &observed, None);
         assert_eq!(children.pods.keys().collect::<Vec<_>>(), vec![&(Worker, 0)]);
         assert_eq!(
             children.services.keys().collect::<Vec<_>>(),

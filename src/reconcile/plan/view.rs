@@ -4,6 +4,7 @@
 use jiff::Timestamp;
 
 use crate::crd::defaults::with_defaults;
+use crate::crd::recovery::{Recovery, RestartScope};
 use crate::crd::{ReplicaType, RestartPolicy, RunPolicy, TFJob, TFJobSpec};
 use crate::reconcile::plan::model::Settings;
 use crate::reconcile::plan::replicas::Key;
@@ -19,6 +20,11 @@ pub struct JobView<'a> {
     pub namespace: &'a str,
     pub now: Timestamp,
     pub cluster_domain: Option<&'a str>,
+    /// The job's recovery settings (its annotations; defaults when they do not parse, which
+    /// validation reports).
+    pub recovery: Recovery,
+    /// The attempt whose pods count (`restart-scope: Job`; 0 otherwise).
+    pub attempt: i32,
 }
 
 impl<'a> JobView<'a> {
@@ -33,7 +39,24 @@ impl<'a> JobView<'a> {
             namespace: job.metadata.namespace.as_deref().unwrap_or_default(),
             now,
             cluster_domain: settings.cluster_domain.as_deref(),
+            recovery: Recovery::of(job.metadata.annotations.as_ref()).unwrap_or_default(),
+            attempt: job
+                .status
+                .as_ref()
+                .and_then(|s| s.restart_attempt)
+                .unwrap_or(0),
         }
+    }
+
+    /// Whether a fault restarts every pod of the job together.
+    pub fn whole_job_restarts(&self) -> bool {
+        self.recovery.scope == RestartScope::Job
+    }
+
+    /// The attempt whose pods count, under `restart-scope: Job` (pods of other attempts are
+    /// set apart); none otherwise.
+    pub fn counted_attempt(&self) -> Option<i32> {
+        self.whole_job_restarts().then_some(self.attempt)
     }
 
     pub fn run_policy(&self) -> &RunPolicy {

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::crd::labels::selector_string;
-use crate::crd::{ReplicaStatus, ReplicaType};
+use crate::crd::{ReplicaStatus, ReplicaType, format_indexes};
 use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::replicas::{Phase, Replicas};
 use crate::reconcile::plan::view::JobView;
@@ -76,7 +76,8 @@ impl RestartBook {
     }
 }
 
-/// Counts for every type in the spec, from the live pods of replicas the spec asks for.
+/// Counts for every type in the spec, from the live pods of replicas the spec asks for;
+/// `succeeded` (and `completedIndexes`) from the replicas that ever succeeded.
 /// Pods going away count nowhere: terminating ones, surplus ones, and those this very pass
 /// deletes (`deleting`: restarts, suspension) — counting them now and not on the next pass
 /// would make the status flicker. Zero counts are left out, as Kubeflow's `omitempty`
@@ -92,22 +93,26 @@ pub fn replica_statuses(
         .map(|(t, n)| {
             let live = (0..n).filter_map(|i| children.live_pod((t, i)));
             let staying = live.filter(|p| !deleting.iter().any(|d| d.name == p.name));
-            let (mut active, mut succeeded, mut failed) = (0, 0, 0);
+            let (mut active, mut failed) = (0, 0);
             for pod in staying {
                 match pod.phase {
                     Phase::Running => active += 1,
-                    Phase::Succeeded => succeeded += 1,
                     Phase::Failed => failed += 1,
                     _ => {}
                 }
             }
+            // Finished work stays counted, whether its pod is still there or not.
+            let completed: Vec<i32> = (0..n)
+                .filter(|i| children.completed.contains(&(t, *i)))
+                .collect();
             let status = ReplicaStatus {
                 active: positive(active),
-                succeeded: positive(succeeded),
+                succeeded: positive(completed.len() as i32),
                 failed: positive(failed),
                 restarts: book.restarts.get(&t).copied(),
                 pod_restarts: book.counted.get(&t).cloned().unwrap_or_default(),
                 selector: Some(selector_string(view.name, t)),
+                completed_indexes: (!completed.is_empty()).then(|| format_indexes(completed)),
             };
             (t, status)
         })
@@ -176,6 +181,7 @@ mod tests {
                     pods: vec![p],
                     ..Observed::default()
                 },
+                None,
             );
             let book = RestartBook {
                 restarts: before.map(|n| (Worker, n)).into_iter().collect(),

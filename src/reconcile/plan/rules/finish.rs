@@ -22,6 +22,19 @@ pub enum Cause {
     },
     BackoffLimit,
     Deadline,
+    /// Not every replica ran within `seconds` of the job's (re)start: `late` names a replica's
+    /// pod and why.
+    StartupDeadline {
+        seconds: i64,
+        late: String,
+    },
+    /// Whole-job restarts are used up (`restart-scope: Job`): `limit` from `setting`, and the
+    /// fault that would have needed one more.
+    JobRestarts {
+        limit: i32,
+        setting: &'static str,
+        fault: String,
+    },
     /// The spec can never run; the message lists every problem.
     Validation(String),
 }
@@ -51,6 +64,17 @@ impl Verdict {
             }
             Verdict::Failed(Cause::BackoffLimit) => backoff_message(name),
             Verdict::Failed(Cause::Deadline) => deadline_message(name),
+            Verdict::Failed(Cause::StartupDeadline { seconds, late }) => {
+                format!("{}: {late}", startup_message(name, *seconds))
+            }
+            Verdict::Failed(Cause::JobRestarts {
+                limit,
+                setting,
+                fault,
+            }) => format!(
+                "{} ({setting}: {limit} whole-job restarts); the last fault: {fault}",
+                backoff_message(name)
+            ),
             Verdict::Failed(Cause::Validation(errors)) => errors.clone(),
         }
     }
@@ -62,6 +86,13 @@ fn backoff_message(name: &str) -> String {
 
 fn deadline_message(name: &str) -> String {
     format!("Job {name} has failed because it was active longer than specified deadline")
+}
+
+fn startup_message(name: &str, seconds: i64) -> String {
+    format!(
+        "Job {name} has failed because not every replica was running within {seconds} s of its \
+         (re)start (tfjob-operator.dev/startup-deadline-seconds)"
+    )
 }
 
 /// Contract §7.3: the chief/master pod Succeeded; without one, worker 0 Succeeded with
@@ -150,8 +181,14 @@ pub fn cleanup(
     let failed_message = conditions::find(&status.conditions, ConditionType::Failed)
         .filter(|c| c.status == crate::crd::ConditionStatus::True)
         .and_then(|c| c.message.clone());
-    let forced = failed_message
-        .is_some_and(|m| m == backoff_message(view.name) || m == deadline_message(view.name));
+    let forced = failed_message.is_some_and(|m| {
+        m.starts_with(&backoff_message(view.name))
+            || m == deadline_message(view.name)
+            || view
+                .recovery
+                .startup_deadline_seconds
+                .is_some_and(|s| m.starts_with(&startup_message(view.name, s)))
+    });
     let unfinished_only = match policy {
         CleanPodPolicy::All => false,
         CleanPodPolicy::Running => true,

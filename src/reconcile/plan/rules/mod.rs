@@ -4,6 +4,7 @@
 pub mod counts;
 pub mod finish;
 pub mod gang;
+pub mod job_restart;
 pub mod progress;
 pub mod restarts;
 pub mod scale;

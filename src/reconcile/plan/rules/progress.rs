@@ -6,6 +6,7 @@ use crate::reconcile::build::children as build;
 use crate::reconcile::plan::conditions::{Change, Wanted};
 use crate::reconcile::plan::model::EventNote;
 use crate::reconcile::plan::replicas::{Phase, Replicas};
+use crate::reconcile::plan::rules::job_restart::Fault;
 use crate::reconcile::plan::rules::restarts::Restart;
 use crate::reconcile::plan::view::JobView;
 
@@ -48,6 +49,35 @@ pub fn restarting(view: &JobView<'_>, restarts: &[Restart]) -> Option<Change<'st
         message.clone(),
     );
     Some(Change::to(wanted).announcing(EventNote::warning(REASON_RESTARTING, message)))
+}
+
+/// The Restarting message and event of a whole-job restart: Kubeflow's words first (which
+/// dashboards match on), then the attempt and the fault that caused it.
+pub fn restarting_whole_job(
+    view: &JobView<'_>,
+    attempt: i32,
+    fault: &Fault,
+) -> (String, EventNote) {
+    let message = format!(
+        "job {} is restarting because {} replica(s) failed: every pod restarts as attempt \
+         {attempt}; {}",
+        view.name, fault.t, fault.words
+    );
+    let event = EventNote::warning(REASON_RESTARTING, message.clone());
+    (message, event)
+}
+
+/// The first replica (in type and index order) whose pod cannot start, as the `Stuck`
+/// condition tells it: (Kubernetes' reason, `pod ns/j-worker-1: container tensorflow is
+/// waiting: ImagePullBackOff: ...`).
+pub fn stuck(children: &Replicas) -> Option<(String, String)> {
+    children.pods.values().find_map(|p| {
+        let stuck = p.stuck.as_ref().filter(|_| !p.terminating)?;
+        Some((
+            stuck.reason.clone(),
+            format!("pod {}: {}", p.name, stuck.words()),
+        ))
+    })
 }
 
 /// Running=True once the chief/master pod runs (when the job has one), else once any

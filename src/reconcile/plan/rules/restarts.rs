@@ -177,7 +177,7 @@ fn candidate<'a>(
 }
 
 /// `Pod: <ns>.<pod> exited with code <code>`; none when the container never terminated.
-fn exited_event(namespace: &str, pod: &ChildPod) -> Option<EventNote> {
+pub fn exited_event(namespace: &str, pod: &ChildPod) -> Option<EventNote> {
     let code = pod.exit_code?;
     Some(EventNote::warning(
         REASON_EXITED_WITH_CODE,

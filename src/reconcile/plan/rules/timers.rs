@@ -1,10 +1,13 @@
-//! The job's two clocks (docs/behaviour.md §6.5): activeDeadlineSeconds from `startTime` and
-//! ttlSecondsAfterFinished from `completionTime`. Neither runs while the job is suspended.
-//! Pure: `now` is an argument.
+//! The job's clocks (docs/behaviour.md §6.5, §6.7): activeDeadlineSeconds from `startTime`,
+//! ttlSecondsAfterFinished from `completionTime`, and the startup deadline of
+//! `tfjob-operator.dev/startup-deadline-seconds` from each replica's (re)start. None runs
+//! while the job is suspended. Pure: `now` is an argument.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::crd::labels::child_name;
+use crate::reconcile::plan::replicas::{Phase, Replicas};
 use crate::reconcile::plan::view::JobView;
 
 /// A timer's state at `now`.
@@ -42,5 +45,46 @@ fn timer(view: &JobView<'_>, from: Option<&Time>, seconds: Option<i64>) -> Timer
         Ok(at) if at <= view.now => Timer::Due,
         Ok(at) => Timer::At(at),
         Err(_) => Timer::Off,
+    }
+}
+
+/// The startup deadline: every replica the job still needs must run within N seconds of
+/// its (re)start. A replica's clock starts when its pod was created; a replica without a
+/// pod (refused, or held during a whole-job restart) counts from `since`, the job's start or
+/// its latest whole-job restart. Returns the timer and, when due, the late replica in words.
+pub fn startup(
+    view: &JobView<'_>,
+    children: &Replicas,
+    since: Option<Timestamp>,
+) -> (Timer, Option<String>) {
+    let Some(seconds) = view.recovery.startup_deadline_seconds else {
+        return (Timer::Off, None);
+    };
+    if view.suspended() {
+        return (Timer::Off, None);
+    }
+    let late = view.keys().into_iter().filter_map(|key| {
+        if children.completed.contains(&key) {
+            return None;
+        }
+        let pod = children.live_pod(key);
+        if pod.is_some_and(|p| matches!(p.phase, Phase::Running | Phase::Succeeded)) {
+            return None;
+        }
+        let from = pod.and_then(|p| p.created).into_iter().chain(since).max()?;
+        let due = from.checked_add(SignedDuration::from_secs(seconds)).ok()?;
+        let words = match pod {
+            Some(p) => match &p.stuck {
+                Some(stuck) => format!("pod {} is not running: {}", p.name, stuck.words()),
+                None => format!("pod {} is not running ({:?})", p.name, p.phase),
+            },
+            None => format!("pod {} does not exist", child_name(view.name, key.0, key.1)),
+        };
+        Some((due, words))
+    });
+    match late.min_by_key(|(due, _)| *due) {
+        Some((due, words)) if due <= view.now => (Timer::Due, Some(words)),
+        Some((due, _)) => (Timer::At(due), None),
+        None => (Timer::Off, None),
     }
 }

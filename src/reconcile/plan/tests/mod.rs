@@ -116,6 +116,7 @@ fn services_for(job: &TFJob, pods: &[Pod]) -> Vec<Service> {
             services: vec![],
             ..Observed::default()
         },
+        None,
     );
     children
         .pods
@@ -521,6 +522,7 @@ fn running_job(
             services: vec![],
             ..Observed::default()
         },
+        None,
     );
     let mut pods = special;
     for (t, i) in JobView::new(&j, at(0), &Settings::default()).keys() {

@@ -20,6 +20,7 @@ fn cases() -> Vec<Case> {
                 services: vec![],
                 ..Observed::default()
             },
+            None,
         );
         let view_keys: Vec<_> = JobView::new(j, at(0), &Settings::default()).keys();
         let mut pods = pods;
