@@ -291,7 +291,28 @@ def test_get_job_logs_reads_the_masters_tensorflow_container(tc):
     logs, _ = tc.get_job_logs(name, is_master=False, replica_type="worker", replica_index=1)
     assert logs == {f"{name}-worker-1": f"tfjob-sdk-logs from {name}-worker-1\n"}
     _, events = tc.get_job_logs(name, verbose=True)
-    assert f"TFJob {name}" in events, events
+    assert f"tfjob/{name}" in events, events
+    tc.delete_job(name)
+
+
+def test_get_job_logs_verbose_lists_the_jobs_events(tc):
+    """get_job_logs(verbose=True) also returns the job's events (core/v1 Events whose
+    involvedObject is the TFJob), keyed `tfjob/<name>`. With cleanPodPolicy All the finished
+    job has no pods left, so no log is read and no kubelet is needed."""
+    name = unique("events")
+    tc.create_job(
+        job=tfjob(
+            name,
+            {"Worker": (1, {RUN: "0.5"})},
+            run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy="All"),
+        )
+    )
+    tc.wait_for_job_conditions(name, wait_timeout=60, polling_interval=POLL)
+    eventually("its pods gone", lambda: tc.get_job_pods(name) == [])
+    logs, events = tc.get_job_logs(name, verbose=True)
+    assert logs == {}
+    messages = events.get(f"tfjob/{name}", [])
+    assert any(f"Created pod: {name}-worker-0" in m for m in messages), events
     tc.delete_job(name)
 
 
