@@ -10,9 +10,13 @@ TC_CACHE=${TESTCLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-testcluster}
 TC_GANG=${TESTCLUSTER_GANG:-1}
 # The scheduler-plugins scheduler's name (its profile's schedulerName): Kubeflow's default.
 TC_GANG_SCHEDULER=scheduler-plugins-scheduler
+# Kueue's controller manager with its CRDs and the kubeflow.org/tfjob integration: on unless
+# TESTCLUSTER_KUEUE=0.
+TC_KUEUE=${TESTCLUSTER_KUEUE:-1}
 # Components in start order (binary name = component name); `down` stops them in reverse.
 TC_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 [[ $TC_GANG == 1 ]] && TC_COMPONENTS+=(scheduler-plugins-scheduler scheduler-plugins-controller)
+[[ $TC_KUEUE == 1 ]] && TC_COMPONENTS+=(kueue)
 TC_COMPONENTS+=(kwok)
 
 tc_log() { printf 'testcluster: %s\n' "$*" >&2; }
@@ -48,6 +52,7 @@ tc_fail() {
 }
 
 [[ $TC_GANG == 0 || $TC_GANG == 1 ]] || tc_die "TESTCLUSTER_GANG must be 0 or 1, not '$TC_GANG'"
+[[ $TC_KUEUE == 0 || $TC_KUEUE == 1 ]] || tc_die "TESTCLUSTER_KUEUE must be 0 or 1, not '$TC_KUEUE'"
 
 tc_kubectl() {
   local k
@@ -62,6 +67,20 @@ tc_cache_key() {
     cat "$TC_HERE/go.mod" "$TC_HERE/go.sum" "$TC_HERE/build.sh"
     GOTOOLCHAIN=local go version
   } | sha256sum | cut -c1-16
+}
+
+# Kueue's cache key: its build recipe (which pins its version) and the toolchain.
+tc_kueue_cache_key() {
+  {
+    cat "$TC_HERE/build-kueue.sh"
+    GOTOOLCHAIN=local go version
+  } | sha256sum | cut -c1-16
+}
+
+# Kueue's binary has a cache directory of its own (its own module graph and pins, build-kueue.sh):
+# a new Kueue pin never rebuilds the control plane, nor the reverse.
+tc_kueue_bin_dir() {
+  echo "$TC_CACHE/kueue-$(tc_kueue_cache_key)/bin"
 }
 
 tc_bin_dir() {

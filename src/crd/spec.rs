@@ -36,7 +36,10 @@ pub struct TFJobSpec {
     pub tf_replica_specs: ReplicaSpecs,
 
     /// Policies of the job as a whole: cleanup, TTL, deadline, backoff, suspend.
+    // `{}` by default (the API server fills it in): Kubeflow's Python SDK (get_job, list_jobs)
+    // refuses a TFJob without runPolicy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub run_policy: Option<RunPolicy>,
 
     /// "" (the chief, or worker 0, decides) or "AllWorkers".

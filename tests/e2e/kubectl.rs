@@ -243,7 +243,10 @@ async fn kubectl_refuses_older_forms_pointing_at_convert_and_runs_them_converted
 #[tokio::test]
 async fn every_example_applied_with_kubectl_runs_to_completion_and_shows_in_get_and_describe() {
     let c = TestCluster::start("kubectl").await;
-    let dir = scratch_dir();
+    // Its own subdirectory: the tests of this binary run at once, and this one removes its
+    // directory at the end (the whole scratch directory would take the others' files with it).
+    let dir = scratch_dir().join("examples");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
     let tool = match &c.real {
         Some(real) => Kubectl {
             program: real.kubectl.clone(),
