@@ -592,12 +592,18 @@ mod tests {
             .and_then(|s| s.terminated.as_ref())
             .map(|t| t.exit_code);
         assert_eq!(exit, Some(137));
-        let reason = c.state.as_ref().and_then(|s| s.terminated.as_ref()?.reason.as_deref());
+        let reason = c
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref()?.reason.as_deref());
         assert_eq!(reason, Some("OOMKilled"));
         assert_eq!(status.reason.as_deref(), Some("Evicted"));
         let conditions = status.conditions.as_deref().unwrap_or_default();
         assert_eq!(conditions.len(), 1, "only PodScheduled=False is kept");
-        assert_eq!(conditions[0].message.as_deref(), Some("0/1 nodes are available"));
+        assert_eq!(
+            conditions[0].message.as_deref(),
+            Some("0/1 nodes are available")
+        );
         assert!(meta.creation_timestamp.is_some());
         let waiting = c.last_state.as_ref().and_then(|s| s.waiting.as_ref());
         assert_eq!(

@@ -12,14 +12,14 @@
 //! ClusterQueue and LocalQueue, so the tests run in parallel; jobs without the queue label
 //! (every other test's) are never seen by Kueue.
 
-mod support;
-
 use std::collections::BTreeMap;
 
+use crate::support::{
+    TestCluster, annotate, eventually, has_condition, job, record_pods, settle, until,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::{TestCluster, annotate, eventually, has_condition, job, record_pods, settle, until};
 use tfjob_operator::crd::{ConditionType, TFJob};
 
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -36,7 +36,7 @@ const LOCAL_QUEUE: &str = "user-queue";
 
 /// Whether this run has the real tier with Kueue; prints why the test is skipped otherwise.
 fn kueue_present(test: &str) -> bool {
-    let real = support::RealTier::from_env().is_some();
+    let real = crate::support::RealTier::from_env().is_some();
     let kueue = std::env::var("TESTCLUSTER_KUEUE").as_deref() == Ok("1");
     if !(real && kueue) {
         let why = if real {
@@ -306,7 +306,7 @@ impl Drop for Queue {
     /// Removes the test's jobs first (their Workloads hold the ClusterQueue's finalizer), then
     /// its cluster-scoped Kueue objects and its nodes; nothing waits for the deletions.
     fn drop(&mut self) {
-        let kubectl = support::RealTier::from_env()
+        let kubectl = crate::support::RealTier::from_env()
             .map(|t| t.kubectl)
             .unwrap_or_else(|| "kubectl".into());
         let _ = std::process::Command::new(&kubectl)
@@ -623,7 +623,7 @@ async fn a_job_that_fails_finishes_its_workload_as_failed() {
         .name
         .expect("workload name");
     let job = c.until_condition("bad", ConditionType::Failed).await;
-    let failed = support::condition(&job, ConditionType::Failed).unwrap();
+    let failed = crate::support::condition(&job, ConditionType::Failed).unwrap();
     let workload = q
         .until_workload(&wl, "finished", |w| kueue_true(w, "Finished"))
         .await;
@@ -678,7 +678,7 @@ async fn deactivation_suspends_deletes_the_pods_zeroes_active_and_frees_the_quot
     let job = until_stopped(&c, "ev").await;
     c.until_pods_are("ev", &[]).await;
     assert!(c.service_names("ev").await.is_empty());
-    let suspended_condition = support::condition(&job, ConditionType::Suspended).unwrap();
+    let suspended_condition = crate::support::condition(&job, ConditionType::Suspended).unwrap();
     assert_eq!(
         suspended_condition.reason.as_deref(),
         Some("TFJobSuspended")
