@@ -142,7 +142,7 @@ fn refused_creates(observed: &Observed, pass: &mut Pass) {
 fn stuck_pods(children: &Replicas, pass: &mut Pass) {
     let stuck = match conditions::is_finished(&pass.status) {
         true => None,
-        false => progress::stuck(children),
+        false => progress::stuck(children, &pass.plan.delete_pods),
     };
     let stuck = stuck
         .as_ref()
@@ -293,7 +293,7 @@ fn run(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
     } else {
         let seconds = view.recovery.startup_deadline_seconds.unwrap_or_default();
         late.filter(|_| !view.whole_job_restarts())
-            .map(|late| Verdict::Failed(Cause::StartupDeadline { seconds, late }))
+            .map(|(_, late)| Verdict::Failed(Cause::StartupDeadline { seconds, late }))
     };
     if let Some(verdict) = verdict {
         pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
@@ -404,7 +404,10 @@ fn advance_whole_job(
             let conditions = &mut pass.status.conditions;
             conditions::present_while(conditions, ConditionType::Restarting, restarting, view.now);
             pass.events([event]);
-            if let Ok(at) = view.now.checked_add(job_restart::backoff(attempt)) {
+            let delay = job_restart::backoff(attempt);
+            if !delay.is_zero()
+                && let Ok(at) = view.now.checked_add(delay)
+            {
                 pass.wake_at(at);
             }
         }

@@ -12,7 +12,7 @@ use crate::crd::labels::child_name;
 use crate::crd::recovery::{MAX_JOB_RESTARTS, RestartOn};
 use crate::crd::{ReplicaType, TFJobStatus};
 use crate::reconcile::plan::model::{Deletion, EventNote};
-use crate::reconcile::plan::replicas::{ChildPod, Phase, Replicas};
+use crate::reconcile::plan::replicas::{ChildPod, Key, Phase, Replicas};
 use crate::reconcile::plan::rules::finish::Cause;
 use crate::reconcile::plan::rules::restarts::{FailureClass, classify, exited_event};
 use crate::reconcile::plan::view::JobView;
@@ -59,14 +59,15 @@ pub enum JobRestart {
     Fails(Cause),
 }
 
-/// Decides for this pass; `late` is the replica the startup deadline found late, if due.
+/// Decides for this pass; `late` is the replica the startup deadline found late (and why),
+/// if it is due.
 pub fn decide(
     view: &JobView<'_>,
     children: &Replicas,
     status: &TFJobStatus,
     restarting: bool,
     started: bool,
-    late: Option<String>,
+    late: Option<(Key, String)>,
 ) -> (JobRestart, Vec<EventNote>) {
     if let Some(waiting) = waiting(view, children, status) {
         return (waiting, Vec::new());
@@ -103,10 +104,9 @@ pub fn decide(
         }
     }
     if retryable.is_none()
-        && let Some(late) = late
+        && let Some(((t, _), words)) = late
     {
-        let t = view.keys().first().map_or(ReplicaType::Worker, |k| k.0);
-        retryable = Some(Fault { t, words: late });
+        retryable = Some(Fault { t, words });
     }
     let decision = match (retryable, permanent) {
         (Some(fault), _) => restart_or_fail(view, fault),

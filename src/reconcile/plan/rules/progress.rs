@@ -4,7 +4,7 @@
 use crate::crd::{ConditionType, REASON_CREATED, REASON_RESTARTING, REASON_RUNNING, ReplicaType};
 use crate::reconcile::build::children as build;
 use crate::reconcile::plan::conditions::{Change, Wanted};
-use crate::reconcile::plan::model::EventNote;
+use crate::reconcile::plan::model::{Deletion, EventNote};
 use crate::reconcile::plan::replicas::{Phase, Replicas};
 use crate::reconcile::plan::rules::job_restart::Fault;
 use crate::reconcile::plan::rules::restarts::Restart;
@@ -68,11 +68,12 @@ pub fn restarting_whole_job(
 }
 
 /// The first replica (in type and index order) whose pod cannot start, as the `Stuck`
-/// condition tells it: (Kubernetes' reason, `pod ns/j-worker-1: container tensorflow is
-/// waiting: ImagePullBackOff: ...`).
-pub fn stuck(children: &Replicas) -> Option<(String, String)> {
+/// condition tells it: (Kubernetes' reason, `pod j-worker-1: container tensorflow is
+/// waiting: ImagePullBackOff: ...`). Pods going away, or deleted by this pass, are not.
+pub fn stuck(children: &Replicas, deleting: &[Deletion]) -> Option<(String, String)> {
     children.pods.values().find_map(|p| {
-        let stuck = p.stuck.as_ref().filter(|_| !p.terminating)?;
+        let going = p.terminating || deleting.iter().any(|d| d.name == p.name);
+        let stuck = p.stuck.as_ref().filter(|_| !going)?;
         Some((
             stuck.reason.clone(),
             format!("pod {}: {}", p.name, stuck.words()),

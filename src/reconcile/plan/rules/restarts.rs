@@ -168,9 +168,12 @@ fn candidate<'a>(
         None => {
             let name = child_name(view.name, t, i);
             let name_free = !children.foreign_pods.contains(&name);
-            // A pod whose create failed never existed: recreating it is no restart.
+            // A pod whose create failed never existed: recreating it is no restart; and a
+            // replica that succeeded is done, whatever became of its pod.
             let existed = !children.never_created.contains(&name);
-            let vanished = children.live_service(key).is_some() && name_free && existed;
+            let unfinished = !children.completed.contains(&key);
+            let vanished =
+                children.live_service(key).is_some() && name_free && existed && unfinished;
             (started && !restarting && vanished).then_some(Candidate::Restart(None))
         }
     }

@@ -11,11 +11,16 @@ use crate::reconcile::plan::view::JobView;
 
 /// Pods and services the spec asks for that do not exist. A pod still going away is not
 /// recreated until it is gone (same name); a name held by an object the job does not own
-/// is never taken over (the foreign-object warning tells why nothing happens).
+/// is never taken over (the foreign-object warning tells why nothing happens); a replica
+/// that succeeded is never run again, whatever became of its pod.
 pub fn missing(view: &JobView<'_>, children: &Replicas) -> (Vec<Pod>, Vec<Service>) {
     let mut pods = Vec::new();
     let mut services = Vec::new();
-    for (t, i) in view.keys() {
+    let unfinished = view
+        .keys()
+        .into_iter()
+        .filter(|k| !children.completed.contains(k));
+    for (t, i) in unfinished {
         let name = child_name(view.name, t, i);
         if !children.pods.contains_key(&(t, i)) && !children.foreign_pods.contains(&name) {
             pods.push(build::pod(view.job, t, i, view.cluster_domain));

@@ -7,7 +7,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::crd::labels::child_name;
-use crate::reconcile::plan::replicas::{Phase, Replicas};
+use crate::reconcile::plan::replicas::{Key, Phase, Replicas};
 use crate::reconcile::plan::view::JobView;
 
 /// A timer's state at `now`.
@@ -56,7 +56,7 @@ pub fn startup(
     view: &JobView<'_>,
     children: &Replicas,
     since: Option<Timestamp>,
-) -> (Timer, Option<String>) {
+) -> (Timer, Option<(Key, String)>) {
     let Some(seconds) = view.recovery.startup_deadline_seconds else {
         return (Timer::Off, None);
     };
@@ -80,11 +80,11 @@ pub fn startup(
             },
             None => format!("pod {} does not exist", child_name(view.name, key.0, key.1)),
         };
-        Some((due, words))
+        Some((due, key, words))
     });
-    match late.min_by_key(|(due, _)| *due) {
-        Some((due, words)) if due <= view.now => (Timer::Due, Some(words)),
-        Some((due, _)) => (Timer::At(due), None),
+    match late.min_by_key(|(due, key, _)| (*due, *key)) {
+        Some((due, key, words)) if due <= view.now => (Timer::Due, Some((key, words))),
+        Some((due, ..)) => (Timer::At(due), None),
         None => (Timer::Off, None),
     }
 }

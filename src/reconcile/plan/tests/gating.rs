@@ -86,6 +86,14 @@ fn cases() -> Vec<Case> {
             "spec.tfReplicaSpecs[Worker]",
         ),
         invalid("validation: unknown replica type key", bad_key, "Launcher"),
+        invalid(
+            "validation: an annotation of ours with a bad value",
+            annotated(
+                job("j", &[(Worker, 1, Never)]),
+                &[("tfjob-operator.dev/restart-scope", "job")],
+            ),
+            "metadata.annotations[tfjob-operator.dev/restart-scope]: Unsupported value: \"job\"",
+        ),
     ]
 }
 

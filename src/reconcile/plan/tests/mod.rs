@@ -14,9 +14,11 @@ mod gating;
 mod kubelet_restarts;
 mod running;
 mod scale;
+mod startup;
 mod success;
 mod suspend;
 mod timers;
+mod whole_job;
 
 use std::collections::BTreeMap;
 
@@ -86,6 +88,12 @@ struct Expect {
     cleanup_services: Option<Vec<String>>,
     cleanup_job: bool,
     start_time: Option<Option<Timestamp>>,
+    /// `status.restartAttempt`.
+    restart_attempt: Option<Option<i32>>,
+    /// `replicaStatuses[T].completedIndexes`.
+    completed: Vec<(ReplicaType, Option<&'static str>)>,
+    /// Any further check of the plan.
+    extra: Option<fn(&Plan)>,
     completion_time: Option<Option<Timestamp>>,
 }
 
@@ -151,6 +159,15 @@ fn running_status() -> TFJobStatus {
         ],
         true,
     )
+}
+
+/// The job with these annotations (its recovery settings).
+fn annotated(mut j: TFJob, pairs: &[(&str, &str)]) -> TFJob {
+    let annotations = j.metadata.annotations.get_or_insert_with(Default::default);
+    for (k, v) in pairs {
+        annotations.insert(k.to_string(), v.to_string());
+    }
+    j
 }
 
 fn with_status(mut j: TFJob, s: TFJobStatus) -> TFJob {
@@ -289,6 +306,19 @@ fn check(c: &Case) {
     if let Some(w) = e.completion_time {
         assert_eq!(s.completion_time, w.map(Time), "{n}: completionTime");
     }
+    if let Some(w) = e.restart_attempt {
+        assert_eq!(s.restart_attempt, w, "{n}: restartAttempt");
+    }
+    for (t, want) in &e.completed {
+        let got = s
+            .replica_statuses
+            .get(t)
+            .and_then(|r| r.completed_indexes.clone());
+        assert_eq!(got.as_deref(), *want, "{n}: completedIndexes of {t}");
+    }
+    if let Some(extra) = e.extra {
+        extra(&p);
+    }
     if e.cleanup_pods.is_some() || e.cleanup_services.is_some() || e.cleanup_job {
         let next = run_case(&applied(c, &p));
         if let Some(w) = &e.cleanup_pods {
@@ -403,8 +433,8 @@ fn panic_message(e: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Byte-stability: planning again on what a plan left (its status stored, its deletions seen
-/// as going away) changes nothing and emits nothing new; only the per-pass warnings about
-/// foreign objects repeat (the controller deduplicates those). A pass that concludes the job
+/// as going away) changes nothing and emits nothing new; warnings about a state that lasts
+/// (a foreign object, a stuck pod) repeat as they were, which the controller records once. A pass that concludes the job
 /// is followed by one cleanup pass (docs/behaviour.md §6.3), which may delete children and,
 /// when the TTL is due, the job; the pass after that is still.
 fn fixed_point(c: &Case) {
@@ -449,7 +479,7 @@ fn fixed_point(c: &Case) {
     let new_events: Vec<_> = again
         .events
         .iter()
-        .filter(|e| e.reason != REASON_NOT_OWNED)
+        .filter(|e| !previous.events.contains(e))
         .collect();
     assert!(
         new_events.is_empty(),

@@ -36,6 +36,31 @@ fn cases() -> Vec<Case> {
         },
     );
     vanished.services.push(service(&j, Worker, 1));
+    let mut done = running_status();
+    done.replica_statuses
+        .entry(Worker)
+        .or_default()
+        .completed_indexes = Some("1".into());
+    let finished_work = with_status(job("j", &[(Ps, 1, Never), (Worker, 2, Never)]), done);
+    let mut gone = case(
+        "a succeeded replica whose pod is gone: not run again, no restart",
+        finished_work.clone(),
+        vec![
+            pod(&finished_work, Ps, 0).running().build(),
+            pod(&finished_work, Worker, 0).running().build(),
+        ],
+        at(5),
+        Expect {
+            conditions: Some(vec![CREATED, RUNNING]),
+            events: Some(vec![]),
+            create_pods: Some(vec![]),
+            create_services: Some(vec![]),
+            counts: vec![(Worker, Some(1), Some(1), None, None)],
+            completed: vec![(Worker, Some("1"))],
+            ..Default::default()
+        },
+    );
+    gone.services.push(service(&finished_work, Worker, 1));
     let restarting = with_status(
         job("j", &[(Ps, 1, Never), (Worker, 2, Never)]),
         status(&[CREATED, (Restarting, true, "TFJobRestarting")], true),
@@ -104,6 +129,7 @@ fn cases() -> Vec<Case> {
             },
         ),
         vanished,
+        gone,
         not_counted,
         case(
             "terminating pod: not recreated, not active, not failed",

@@ -3,8 +3,8 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus,
-    PodTemplateSpec, Service,
+    Container, ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+    Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec, Service,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
@@ -12,6 +12,7 @@ use crate::crd::labels::{
     LABEL_JOB_NAME, LABEL_OPERATOR_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, OPERATOR_NAME,
     child_name,
 };
+use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob, TFJobSpec};
 
 pub const JOB_UID: &str = "job-uid";
@@ -194,6 +195,57 @@ impl PodBuilder {
                 .collect()
         });
         self
+    }
+
+    /// Of attempt `n` (its restart-attempt label).
+    pub fn attempt(mut self, n: i32) -> Self {
+        let labels = self.0.metadata.labels.get_or_insert_with(Default::default);
+        labels.insert(LABEL_RESTART_ATTEMPT.into(), n.to_string());
+        self
+    }
+
+    /// Created at `at(secs)`.
+    pub fn created(mut self, secs: i64) -> Self {
+        self.0.metadata.creation_timestamp = Some(Time(at(secs)));
+        self
+    }
+
+    /// The pod's own reason (`Evicted`, ...).
+    pub fn reason(mut self, reason: &str) -> Self {
+        self.status().reason = Some(reason.into());
+        self
+    }
+
+    /// The `tensorflow` container's terminated reason (`OOMKilled`, ...).
+    pub fn exit_reason(mut self, reason: &str) -> Self {
+        if let Some(t) = self.tf().state.as_mut().and_then(|s| s.terminated.as_mut()) {
+            t.reason = Some(reason.into());
+        }
+        self
+    }
+
+    /// Pending, the `tensorflow` container waiting for `reason` with `message`.
+    pub fn waiting(mut self, reason: &str, message: &str) -> Self {
+        self.tf().state = Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.into()),
+                message: Some(message.into()),
+            }),
+            ..Default::default()
+        });
+        self.phase("Pending")
+    }
+
+    /// Pending, not scheduled: the scheduler's `message`.
+    pub fn unschedulable(mut self, message: &str) -> Self {
+        self.status().conditions = Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            message: Some(message.into()),
+            ..Default::default()
+        }]);
+        self.phase("Pending")
     }
 
     pub fn build(self) -> Pod {
