@@ -17,6 +17,7 @@ mod kubectl;
 mod kueue;
 mod leader;
 mod lifecycle;
+mod recovery;
 mod refusals;
 mod restarts;
 mod robustness;
