@@ -175,6 +175,49 @@ async fn a_job_gets_its_podgroup_first_owned_by_it_and_its_pods_join_it() {
         .await;
 }
 
+/// A whole-job restart (`restart-scope: Job`) keeps the job's PodGroup: the new attempt's pods
+/// join the same group.
+#[tokio::test]
+async fn a_whole_job_restart_keeps_the_podgroup() {
+    let Some(mut c) = gang_cluster("gang-restart", PLUGINS_CRD).await else {
+        return;
+    };
+    c.start_operator_with(&["--gang-scheduler-name", "scheduler-plugins"]);
+    c.script_pod_in_turn(
+        "gr-worker-1",
+        &[
+            &[("run-seconds", "1"), ("exit-code", "137")],
+            &[("run-seconds", "1")],
+        ],
+    );
+    c.script_pod_in_turn(
+        "gr-worker-0",
+        &[&[("run-seconds", "3600")], &[("run-seconds", "1")]],
+    );
+    let mut spec = job("gr", &[("Worker", 2, "ExitCode")]);
+    spec["metadata"]["annotations"] = json!({"tfjob-operator.dev/restart-scope": "Job"});
+    resources(&mut spec, "Worker", json!({"requests": {"cpu": "100m"}}));
+    c.create(spec).await;
+    let groups = podgroups(&c, &plugins());
+    let first = until_group(&groups, "gr", "the PodGroup", |_| true).await;
+    let done = c.until_condition("gr", ConditionType::Succeeded).await;
+    assert_eq!(done.status.as_ref().unwrap().restart_attempt, Some(1));
+    let events = c.events_of("gr").await;
+    let made: Vec<_> = events
+        .iter()
+        .filter(|(reason, _)| reason == "SuccessfulCreatePodGroup")
+        .collect();
+    assert_eq!(made.len(), 1, "the PodGroup was made again: {events:?}");
+    let deleted = events
+        .iter()
+        .filter(|(r, _)| r == "SuccessfulDeletePodGroup");
+    assert!(
+        deleted.count() <= 1,
+        "deleted during the restart: {events:?}"
+    );
+    assert!(first.metadata.uid.is_some());
+}
+
 /// Scale and minAvailable changes update the PodGroup; suspending deletes it with the pods,
 /// resuming makes it again before them; deleting the job takes it by garbage collection.
 #[tokio::test]

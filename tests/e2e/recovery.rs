@@ -239,3 +239,135 @@ async fn a_bad_recovery_setting_fails_the_job_naming_the_annotation() {
     );
     assert!(c.pod_names("bad").await.is_empty());
 }
+
+#[tokio::test]
+async fn on_failure_one_workers_exit_is_one_whole_job_restart_not_one_per_worker() {
+    let c = TestCluster::start("onfailure-job").await;
+    let pods = record_pods(&c, "once").await;
+    c.script_pod_in_turn(
+        "once-worker-1",
+        &[
+            &[("run-seconds", "1"), ("exit-code", "1")],
+            &[("run-seconds", "1")],
+        ],
+    );
+    c.script_pod_in_turn(
+        "once-worker-0",
+        &[
+            &[("run-seconds", "1.5"), ("exit-code", "1")],
+            &[("run-seconds", "1")],
+        ],
+    );
+    let spec = annotated(
+        job("once", &[("Worker", 2, "OnFailure")]),
+        &[(SCOPE, "Job")],
+    );
+    c.create(spec).await;
+    let done = c.until_condition("once", ConditionType::Succeeded).await;
+    assert_eq!(done.status.as_ref().unwrap().restart_attempt, Some(1));
+    assert_eq!(restarts(&done, ReplicaType::Worker), Some(1));
+    // Pods of this mode are never restarted in place: every exit is the operator's to see.
+    for p in pods.seen() {
+        let restarted = p
+            .status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .any(|s| s.restart_count > 0);
+        assert!(!restarted, "{:?} restarted in place", p.metadata.name);
+    }
+}
+
+#[tokio::test]
+async fn a_pod_deleted_mid_training_restarts_the_whole_job_once() {
+    let c = TestCluster::start("deleted-job").await;
+    let pods = record_pods(&c, "pre").await;
+    for w in ["pre-worker-0", "pre-worker-1"] {
+        c.script_pod_in_turn(w, &[&[("run-seconds", "3600")], &[("run-seconds", "1")]]);
+    }
+    let spec = annotated(job("pre", &[("Worker", 2, "Never")]), &[(SCOPE, "Job")]);
+    c.create(spec).await;
+    c.until_condition("pre", ConditionType::Running).await;
+    c.until_pod_phase("pre-worker-1", "Running").await;
+    c.pods()
+        .delete("pre-worker-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    let done = c.until_condition("pre", ConditionType::Succeeded).await;
+    assert_eq!(done.status.as_ref().unwrap().restart_attempt, Some(1));
+    assert_eq!(restarts(&done, ReplicaType::Worker), Some(1));
+    assert_eq!(
+        pods.uids_of("pre-worker-0").len(),
+        2,
+        "worker 0 restarted with it"
+    );
+}
+
+#[tokio::test]
+async fn suspending_during_a_restart_stops_it_and_resuming_runs_the_job_to_the_end() {
+    let c = TestCluster::start("suspend-restart").await;
+    // Two faults: the second restart waits its 10 s backoff, during which the job is
+    // suspended; resumed, its pods come back as attempt 2 and succeed.
+    c.script_pod_in_turn(
+        "pause-worker-1",
+        &[
+            &[("run-seconds", "0.5"), ("exit-code", "137")],
+            &[("run-seconds", "0.5"), ("exit-code", "137")],
+            &[("run-seconds", "1")],
+        ],
+    );
+    c.script_pod_in_turn(
+        "pause-worker-0",
+        &[
+            &[("run-seconds", "3600")],
+            &[("run-seconds", "3600")],
+            &[("run-seconds", "1")],
+        ],
+    );
+    let spec = annotated(
+        job("pause", &[("Worker", 2, "ExitCode")]),
+        &[(SCOPE, "Job")],
+    );
+    c.create(spec).await;
+    eventually("the second restart", || async {
+        let j = c.jobs().get("pause").await.ok()?;
+        (j.status?.restart_attempt == Some(2)).then_some(())
+    })
+    .await;
+    c.merge_patch_job("pause", json!({"spec": {"runPolicy": {"suspend": true}}}))
+        .await;
+    let suspended = c.until_condition("pause", ConditionType::Suspended).await;
+    assert!(!has_condition(&suspended, ConditionType::Restarting));
+    c.until_pods_are("pause", &[]).await;
+    c.merge_patch_job("pause", json!({"spec": {"runPolicy": {"suspend": false}}}))
+        .await;
+    let done = c.until_condition("pause", ConditionType::Succeeded).await;
+    assert_eq!(done.status.as_ref().unwrap().restart_attempt, Some(2));
+    assert_eq!(restarts(&done, ReplicaType::Worker), Some(2));
+}
+
+#[tokio::test]
+async fn a_pod_no_node_fits_is_named_in_stuck_with_the_schedulers_words() {
+    let c = TestCluster::start("unschedulable").await;
+    let mut spec = job("nofit", &[("Worker", 1, "Never")]);
+    spec["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"] =
+        json!({"kubernetes.io/hostname": "no-such-node"});
+    c.create(spec).await;
+    let (reason, message) = eventually("the Stuck condition", || async {
+        let j = c.jobs().get("nofit").await.ok()?;
+        reason_and_message(&j, ConditionType::Stuck)
+    })
+    .await;
+    assert_eq!(reason, "Unschedulable");
+    assert!(
+        message.starts_with("pod nofit-worker-0: Unschedulable: 0/")
+            && message.contains("node(s) didn't match Pod's node affinity/selector"),
+        "{message}"
+    );
+    let job = c.jobs().get("nofit").await.unwrap();
+    let last = job.status.unwrap().conditions.last().map(|c| c.type_);
+    assert_eq!(
+        last,
+        Some(ConditionType::Stuck),
+        "kubectl get shows State Stuck"
+    );
+}

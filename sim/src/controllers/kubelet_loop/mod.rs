@@ -180,16 +180,57 @@ impl Loop {
         None
     }
 
-    fn pick_node(&mut self) -> Option<String> {
+    /// The next node (round robin) that is not lost and carries every label of the pod's
+    /// `nodeSelector` (the sim's nodes have the labels of `nodes::node_labels`).
+    fn pick_node(&mut self, pod: &Value) -> Option<String> {
         let n = self.opts.nodes.len();
+        let selector = pod["spec"]["nodeSelector"].as_object();
         for _ in 0..n {
             let node = self.opts.nodes[self.next_node % n].clone();
             self.next_node += 1;
-            if !self.ctl.is_lost(&node) {
+            let labels = nodes::node_labels(&node);
+            let fits = selector.is_none_or(|s| {
+                s.iter().all(|(k, v)| {
+                    labels
+                        .get(k)
+                        .is_some_and(|l| Some(l.as_str()) == v.as_str())
+                })
+            });
+            if fits && !self.ctl.is_lost(&node) {
                 return Some(node);
             }
         }
         None
+    }
+
+    /// No node fits the pod: it stays Pending with `PodScheduled` False, in the scheduler's
+    /// words (written once; the sim's nodes never change, so nothing would requeue it).
+    fn unschedulable(&mut self, pod: &Value, now: Timestamp) {
+        if pod["status"]["conditions"].is_array() {
+            return;
+        }
+        let n = self.opts.nodes.len();
+        let message = format!(
+            "0/{n} nodes are available: {n} node(s) didn't match Pod's node affinity/selector. \
+             preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+        );
+        let condition = json!({
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message, "lastProbeTime": null, "lastTransitionTime": now.to_string(),
+        });
+        let written = self.write(pod, Sub::Status, |p| {
+            p["status"] = json!({"phase": "Pending", "conditions": [condition], "qosClass": "BestEffort"});
+        });
+        if written.is_ok() {
+            events::record(
+                &self.store,
+                pod,
+                "Warning",
+                "FailedScheduling",
+                &message,
+                "default-scheduler",
+            );
+        }
     }
 
     /// Look at one pod; returns when to look again.
@@ -200,7 +241,10 @@ impl Loop {
         }
         let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_string();
         if node.is_empty() {
-            let node = self.pick_node()?;
+            let Some(node) = self.pick_node(&pod) else {
+                self.unschedulable(&pod, now);
+                return None;
+            };
             if self
                 .write(&pod, Sub::Main, |p| p["spec"]["nodeName"] = json!(node))
                 .is_ok()

@@ -11,11 +11,24 @@ pub fn node_ip(nodes: &[String], node: &str) -> String {
     format!("10.0.0.{}", 10 + i)
 }
 
+/// The labels of a simulated node, as a kubelet sets them (plus `type: tfjob-sim`).
+pub fn node_labels(name: &str) -> std::collections::BTreeMap<String, String> {
+    [
+        ("kubernetes.io/hostname", name),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        ("type", "tfjob-sim"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 /// A node object as the sim creates it (Ready).
 pub fn node_object(name: &str, ip: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "type": "tfjob-sim"}},
+        "metadata": {"name": name, "labels": node_labels(name)},
         "spec": {},
         "status": {
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "tfjob-sim node"}],
