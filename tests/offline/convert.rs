@@ -150,3 +150,20 @@ fn binary_fails_on_what_it_cannot_convert() {
             .starts_with("/nonexistent/old.yaml: ")
     );
 }
+
+/// `convert` keeps a job's annotations, the recovery settings among them.
+#[test]
+fn annotations_survive_conversion() {
+    let old = include_str!("../fixtures/seeds/011-v1alpha1-example-job.yaml").replace(
+        "  name: \"example-job\"",
+        "  name: \"example-job\"\n  annotations:\n    tfjob-operator.dev/restart-scope: Job",
+    );
+    let converted = convert(&old, "old.yaml").unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&converted.yaml).unwrap();
+    let job = &docs[0];
+    assert_eq!(
+        job["metadata"]["annotations"]["tfjob-operator.dev/restart-scope"],
+        "Job"
+    );
+    assert!(render(&converted.yaml, None).is_ok());
+}

@@ -386,3 +386,39 @@ fn binary_render_refuses_a_gang_that_could_never_be_placed() {
          replicas, so the gang could never be scheduled"
     );
 }
+
+/// The recovery annotations (docs/behaviour.md §6.7): refused offline exactly as the
+/// operator refuses them, by field path; under `restart-scope: Job` the pods are never
+/// restarted in place and carry their attempt.
+#[test]
+fn recovery_annotations_are_checked_and_shape_the_pods() {
+    let job = |annotations: &str| {
+        format!(
+            "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: sync\n  annotations:\n{annotations}\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n      restartPolicy: OnFailure\n      template:\n        spec:\n          containers: [{{name: tensorflow, image: tf}}]\n"
+        )
+    };
+    let bad = job(
+        "    tfjob-operator.dev/restart-scope: job\n    tfjob-operator.dev/max-job-restart: \"3\"",
+    );
+    let problems = render(&bad, None).unwrap_err().join("\n");
+    assert!(
+        problems.contains("metadata.annotations[tfjob-operator.dev/restart-scope]: Unsupported value: \"job\": supported values: \"Job\", \"Replica\"")
+            && problems.contains("metadata.annotations[tfjob-operator.dev/max-job-restart]: Unsupported value: \"tfjob-operator.dev/max-job-restart\": not a setting of tfjob-operator (did you mean \"tfjob-operator.dev/max-job-restarts\"?)"),
+        "{problems}"
+    );
+    let good = render(&job("    tfjob-operator.dev/restart-scope: Job"), None).unwrap();
+    let pods: Vec<Value> = docs(&good)
+        .into_iter()
+        .filter(|d| d["kind"] == "Pod")
+        .collect();
+    assert_eq!(pods.len(), 2);
+    for pod in pods {
+        assert_eq!(pod["spec"]["restartPolicy"], "Never", "{pod}");
+        assert_eq!(
+            pod["metadata"]["labels"]["tfjob-operator.dev/restart-attempt"],
+            "0"
+        );
+    }
+    let plain = render(&job("    team: a"), None).unwrap();
+    assert!(!plain.contains("restart-attempt") && plain.contains("restartPolicy: OnFailure"));
+}
