@@ -11,10 +11,17 @@ use crate::store::meta;
 
 type PodKey = (String, String);
 
+/// The key of a stored script that limits it to the first N pods of that name: later pods
+/// (the ones a controller recreates) run unscripted. The annotation script has no such key:
+/// a pod alone cannot know which incarnation it is.
+pub const FAIL_PODS: &str = "fail-pods";
+
 /// Test-side control of the loop: per-pod scripts and lost nodes.
 #[derive(Default)]
 pub struct Control {
     scripts: Mutex<BTreeMap<PodKey, BTreeMap<String, String>>>,
+    /// The uids of the pods seen under each scripted name, in order.
+    incarnations: Mutex<BTreeMap<PodKey, Vec<String>>>,
     lost: Mutex<BTreeSet<String>>,
     pub(crate) wake: Notify,
 }
@@ -49,14 +56,44 @@ impl Control {
         );
         let scripts = self.scripts.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = pod.clone();
-        if let Some(keys) = scripts.get(&key) {
+        if let Some(keys) = scripts
+            .get(&key)
+            .filter(|keys| self.scripted_incarnation(&key, pod, keys))
+        {
             if !out["metadata"]["annotations"].is_object() {
                 out["metadata"]["annotations"] = json!({});
             }
-            for (k, v) in keys {
+            for (k, v) in keys.iter().filter(|(k, _)| *k != FAIL_PODS) {
                 out["metadata"]["annotations"][format!("{PREFIX}{k}")] = json!(v);
             }
         }
         out
+    }
+
+    /// Whether the stored script applies to this pod: always, unless `fail-pods: N` limits it
+    /// to the first N pods of the name.
+    fn scripted_incarnation(
+        &self,
+        key: &PodKey,
+        pod: &Value,
+        keys: &BTreeMap<String, String>,
+    ) -> bool {
+        let Some(limit) = keys
+            .get(FAIL_PODS)
+            .and_then(|n| n.trim().parse::<usize>().ok())
+        else {
+            return true;
+        };
+        let mut seen = self.incarnations.lock().unwrap_or_else(|e| e.into_inner());
+        let uids = seen.entry(key.clone()).or_default();
+        let uid = meta::uid(pod).to_string();
+        let index = match uids.iter().position(|u| *u == uid) {
+            Some(i) => i,
+            None => {
+                uids.push(uid);
+                uids.len() - 1
+            }
+        };
+        index < limit
     }
 }
