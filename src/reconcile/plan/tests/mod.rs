@@ -406,12 +406,13 @@ fn status_without_changes_is_the_input_status() {
     assert!(p.events.is_empty() && p.create_pods.is_empty() && p.delete_pods.is_empty());
 }
 
-/// Every case of a group checked; the failures of all, each named, in one panic.
-fn check_all(cases: &[Case]) {
+/// `f` over every case of a group; the failures of all, each named, in one panic (so no
+/// case hides another).
+fn every(cases: &[Case], f: fn(&Case)) {
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|c| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(c)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(c)))
                 .err()
                 .map(|e| format!("case {:?}: {}", c.name, panic_message(&e)))
         })
@@ -496,35 +497,17 @@ fn fixed_point(c: &Case) {
     }
 }
 
-fn fixed_point_all(cases: &[Case]) {
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fixed_point(c)))
-                .err()
-                .map(|e| format!("case {:?}: {}", c.name, panic_message(&e)))
-        })
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-}
-
 /// The two tests of a scenario group, over its `cases()`.
 macro_rules! scenario_group {
     ($cases:ident) => {
         #[test]
         fn every_case() {
-            super::check_all(&$cases());
+            super::every(&$cases(), super::check);
         }
 
         #[test]
         fn one_pass_reaches_a_fixed_point() {
-            super::fixed_point_all(&$cases());
+            super::every(&$cases(), super::fixed_point);
         }
     };
 }

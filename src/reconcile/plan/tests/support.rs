@@ -12,8 +12,11 @@ use crate::crd::labels::{
     LABEL_JOB_NAME, LABEL_OPERATOR_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, OPERATOR_NAME,
     child_name,
 };
+use serde_json::{Value, json};
+
 use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob, TFJobSpec};
+use crate::reconcile::build::gang::Gang;
 
 pub const JOB_UID: &str = "job-uid";
 pub const NS: &str = "ns";
@@ -260,5 +263,33 @@ fn terminated(code: i32) -> ContainerState {
             ..Default::default()
         }),
         ..Default::default()
+    }
+}
+
+/// A gang-scheduled job `ns/dist` (uid `u1`) with this run policy and these replica specs.
+pub fn gang_job(run_policy: Value, specs: Value) -> TFJob {
+    serde_json::from_value(json!({
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": "dist", "namespace": "ns", "uid": "u1"},
+        "spec": {"runPolicy": run_policy, "tfReplicaSpecs": specs}
+    }))
+    .unwrap()
+}
+
+/// A replica spec of `n` pods whose one container has these resources, and the template's
+/// PriorityClass.
+pub fn gang_replica(n: i32, resources: Value, priority_class: Option<&str>) -> Value {
+    let mut spec =
+        json!({"containers": [{"name": "tensorflow", "image": "tf", "resources": resources}]});
+    if let Some(pc) = priority_class {
+        spec["priorityClassName"] = json!(pc);
+    }
+    json!({"replicas": n, "template": {"spec": spec}})
+}
+
+/// scheduler-plugins under Kubeflow's default scheduler name.
+pub fn plugins() -> Gang {
+    Gang::SchedulerPlugins {
+        scheduler_name: "scheduler-plugins-scheduler".into(),
     }
 }

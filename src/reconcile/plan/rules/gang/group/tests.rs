@@ -3,32 +3,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use super::*;
-
-fn job(run_policy: Value, specs: Value) -> TFJob {
-    serde_json::from_value(json!({
-        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-        "metadata": {"name": "dist", "namespace": "ns", "uid": "u1"},
-        "spec": {"runPolicy": run_policy, "tfReplicaSpecs": specs}
-    }))
-    .unwrap()
-}
-
-/// A replica of `n` pods whose one container has these resources (and a second container
-/// requesting 100m CPU when `sidecar`).
-fn replica(n: i32, resources: Value, priority_class: Option<&str>) -> Value {
-    let mut spec =
-        json!({"containers": [{"name": "tensorflow", "image": "tf", "resources": resources}]});
-    if let Some(pc) = priority_class {
-        spec["priorityClassName"] = json!(pc);
-    }
-    json!({"replicas": n, "template": {"spec": spec}})
-}
-
-fn plugins() -> Gang {
-    Gang::SchedulerPlugins {
-        scheduler_name: "scheduler-plugins-scheduler".into(),
-    }
-}
+use crate::reconcile::plan::tests::support::{gang_job as job, gang_replica as replica, plugins};
 
 fn ready(group: Option<ObservedGroup>) -> GroupView {
     GroupView {
