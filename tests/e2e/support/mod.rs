@@ -47,6 +47,8 @@ pub struct TestCluster {
     operator: Option<Operator>,
     /// Where the request history stood when the test began.
     start: Mark,
+    /// Held while the test runs: see `without_operator`.
+    load: Option<tokio::sync::RwLockReadGuard<'static, ()>>,
 }
 
 /// An operator a test started.
@@ -144,9 +146,14 @@ impl TestCluster {
         cluster
     }
 
-    /// The same, but the operator is not started yet.
+    /// The same, but the operator is not started yet. The test shares the machine with the
+    /// others of this binary, except with one that must run alone (`faults::alone`: the soak
+    /// under CPU load measures latency).
     pub async fn without_operator(test: &str) -> Self {
-        Self::without_operator_on(test, sim_options()).await
+        let load = faults::shared().await;
+        let mut cluster = Self::without_operator_on(test, sim_options()).await;
+        cluster.load = Some(load);
+        cluster
     }
 
     /// The same, on a simulator started with `options` (when no real cluster is given).
@@ -189,6 +196,7 @@ impl TestCluster {
             scripter: tokio::spawn(async {}),
             operator: None,
             start: Mark::Unavailable,
+            load: None,
         };
         c.start = c.mark();
         let pods = Api::namespaced(c.client_as(TEST_AGENT).await, &c.namespace);
