@@ -142,3 +142,79 @@ async fn every_older_seed_example_runs_in_the_demo_with_a_pointer_at_convert() {
         }
     }
 }
+
+/// Issue 20: the demo checks its input as `tfjob-operator render` does — a misspelled field
+/// and a bad value are each reported with the file, the field path and the hint, in render's
+/// words — and then starts nothing (no simulated cluster, no job); the demo binary prints the
+/// lines without a backtrace and exits with status 2.
+#[tokio::test]
+async fn bad_input_is_reported_as_render_reports_it_and_nothing_starts() {
+    std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).expect("cd");
+    let simple = std::fs::read_to_string("examples/simple.yaml").expect("examples/simple.yaml");
+    assert!(simple.contains("restartPolicy: OnFailure"));
+    let dir = std::env::temp_dir().join(format!("tfjob-demo-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let cases = [
+        (
+            "misspelled-field.yaml",
+            simple.replace("restartPolicy: OnFailure", "restartPolcy: OnFailure"),
+            r#"unknown field "spec.tfReplicaSpecs.Worker.restartPolcy" (did you mean "restartPolicy"?)"#,
+        ),
+        (
+            "bad-value.yaml",
+            simple.replace("restartPolicy: OnFailure", "restartPolicy: OnFailre"),
+            r#"spec.tfReplicaSpecs[Worker].restartPolicy: Unsupported value: "OnFailre": supported values: "Always", "OnFailure", "Never", "ExitCode""#,
+        ),
+    ];
+    for (file, text, want) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, &text).expect("writing the manifest");
+        let path = path.display().to_string();
+        let args = demo::Args::try_parse_from(["local", &path]).expect("arguments");
+        let mut out = Vec::new();
+        let err = demo::run(&args, &mut out, async {})
+            .await
+            .expect_err("the demo ran a bad manifest");
+        let bad = err
+            .downcast_ref::<demo::BadInput>()
+            .unwrap_or_else(|| panic!("{file}: not reported as bad input: {err:#}"));
+        assert_eq!(bad.0, [format!("{path}: {want}")], "{file}");
+        // Word for word what render says about the same manifest.
+        let rendered = tfjob_operator::render::render(&text, None).expect_err("render refuses it");
+        let rendered: Vec<String> = rendered.iter().map(|p| format!("{path}: {p}")).collect();
+        assert_eq!(bad.0, rendered, "{file}");
+        // Nothing started: the first line the demo prints once its cluster is up never came.
+        let out = String::from_utf8(out).expect("utf-8");
+        assert!(out.is_empty(), "{file}: the demo went on:\n{out}");
+        let (message, status) = demo::failure(&err);
+        assert_eq!(status, 2, "{file}");
+        assert!(
+            message.starts_with(&format!("{path}: {want}\n")),
+            "{message}"
+        );
+        assert!(message.contains("nothing was started"), "{message}");
+        assert!(!message.to_lowercase().contains("backtrace"), "{message}");
+    }
+    std::fs::remove_dir_all(&dir).expect("removing the scratch directory");
+}
+
+/// A parameter server never exits by itself: in the demo it serves until the workers finish,
+/// then the job's cleanPodPolicy (`Running`, the default) deletes it, and the demo ends.
+#[tokio::test]
+async fn a_parameter_server_serves_until_the_job_ends_and_is_then_deleted() {
+    std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).expect("cd");
+    let args: Vec<String> = ["examples/tf_job_ps_worker.yaml", "--run-seconds", "0.5"]
+        .map(String::from)
+        .to_vec();
+    let (outcomes, out) = run(&args).await;
+    assert_eq!(outcomes[0].state, "Succeeded", "{out}");
+    let ps: Vec<&str> = out.lines().filter(|l| l.contains("-ps-0 ")).collect();
+    assert!(
+        ps.iter().any(|l| l.trim_end().ends_with("Deleted")),
+        "the PS was not deleted:\n{out}"
+    );
+    assert!(
+        ps.iter().all(|l| !l.contains("Completed")),
+        "the PS exited by itself:\n{out}"
+    );
+}
