@@ -8,7 +8,7 @@ use super::*;
 #[tokio::test]
 async fn cluster_spec() {
     // (cluster domain, job, PS, evaluators, expected TF_CONFIG with <ns> for the namespace)
-    let cases: [(Option<&str>, &str, i32, i32, Option<&str>); 5] = [
+    let cases = [
         (None, "local-tfjob", 0, 0, None),
         (Some("tf.training.com"), "local-tfjob", 0, 0, None),
         (
