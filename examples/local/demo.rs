@@ -18,7 +18,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tfjob_operator::cli::{Cli, Command};
 use tfjob_operator::convert::{Form, convert_document, form};
-use tfjob_operator::crd::TFJob;
+use tfjob_operator::crd::{ReplicaType, TFJob};
 use tfjob_operator::http::Probes;
 use tfjob_sim::{Options, Sim, SimHandle};
 
@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, default_value_t = 2.0)]
     pub run_seconds: f64,
     /// Set `spec.runPolicy.backoffLimit` of every job, as if its manifest said so.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     pub backoff_limit: Option<i32>,
     /// The simulated kubelet's restart back-off, `INITIAL,MAX` in seconds: a tenth of the real
     /// kubelet's CrashLoopBackOff (10 s doubling to 300 s), so crash loops show in seconds.
@@ -88,6 +88,8 @@ pub async fn run(
     keep: impl Future<Output = ()>,
 ) -> anyhow::Result<Vec<JobOutcome>> {
     let docs = read_jobs(&args.files, out)?;
+    // Bad input stops the demo here, before anything starts.
+    let docs = checked(docs, args)?;
     let sim = Sim::start(Options {
         port: args.port,
         crash_loop_backoff: args.crash_loop_backoff,
@@ -128,18 +130,27 @@ pub async fn run(
     Ok(outcomes)
 }
 
-/// Every TFJob document of the files: current ones as they are, older forms converted.
-fn read_jobs(files: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<Vec<Value>> {
+/// Every TFJob document of the files, with where it came from (`FILE`, or `FILE: document N`
+/// in a file of several, as `render` numbers them): current ones as they are, older forms
+/// converted.
+fn read_jobs(files: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<Vec<(String, Value)>> {
     let mut jobs = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
         let docs: Vec<Value> =
             serde_saphyr::from_multiple(&text).with_context(|| file.display().to_string())?;
-        for (n, doc) in docs.into_iter().filter(|d| !d.is_null()).enumerate() {
+        let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+        let several = docs.len() > 1;
+        for (n, doc) in docs.into_iter().enumerate() {
+            let place = if several {
+                format!("{}: document {}", file.display(), n + 1)
+            } else {
+                file.display().to_string()
+            };
             let f = form(&doc);
             match f {
                 Form::Other => {}
-                Form::Current => jobs.push(doc),
+                Form::Current => jobs.push((place.clone(), doc)),
                 Form::EarlyV1 => {
                     writeln!(
                         out,
@@ -149,7 +160,7 @@ fn read_jobs(files: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<Vec<Value
                         f.describe(),
                         file.display()
                     )?;
-                    jobs.push(doc);
+                    jobs.push((place.clone(), doc));
                 }
                 _ => {
                     let converted = convert_document(doc).map_err(|e| {
@@ -165,7 +176,7 @@ fn read_jobs(files: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<Vec<Value
                         converted.notes.0.len(),
                         converted.notes.checks()
                     )?;
-                    jobs.push(converted.doc);
+                    jobs.push((place, converted.doc));
                 }
             }
         }
@@ -174,6 +185,77 @@ fn read_jobs(files: &[PathBuf], out: &mut dyn Write) -> anyhow::Result<Vec<Value
         bail!("no TFJob in {files:?}");
     }
     Ok(jobs)
+}
+
+/// Input the demo refuses, before it starts anything: every problem, one line each, in
+/// `render`'s words (field path, and a hint where one helps), after the file it is in.
+#[derive(Debug)]
+pub struct BadInput(pub Vec<String>);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join("\n"))
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// The documents as the demo creates them — what the API server wrote removed (a `kubectl
+/// get -o yaml` output cannot be created again), `--backoff-limit` applied — each checked as
+/// `tfjob-operator render` checks a manifest: unknown fields as the API server reports them
+/// under kubectl's strict field validation, values its schema refuses, then the operator's
+/// own checks. Any problem in any document: `BadInput` with all of them.
+fn checked(docs: Vec<(String, Value)>, args: &Args) -> anyhow::Result<Vec<Value>> {
+    let mut problems = Vec::new();
+    let mut jobs = Vec::new();
+    for (place, mut doc) in docs {
+        as_created(&mut doc);
+        if let Some(limit) = args.backoff_limit {
+            doc["spec"]["runPolicy"]["backoffLimit"] = json!(limit);
+        }
+        // JSON is YAML: render reads the document exactly as it reads a file.
+        if let Err(found) = tfjob_operator::render::render(&doc.to_string(), None) {
+            problems.extend(found.into_iter().map(|p| format!("{place}: {p}")));
+        }
+        jobs.push(doc);
+    }
+    if problems.is_empty() {
+        Ok(jobs)
+    } else {
+        Err(BadInput(problems).into())
+    }
+}
+
+/// Drops what the API server writes (status, uid, resourceVersion...).
+fn as_created(doc: &mut Value) {
+    if let Some(obj) = doc.as_object_mut() {
+        obj.remove("status");
+    }
+    if let Some(meta) = doc["metadata"].as_object_mut() {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "selfLink",
+            "generation",
+            "managedFields",
+        ] {
+            meta.remove(field);
+        }
+    }
+}
+
+/// What the demo binary prints on standard error when `run` fails, and its exit status: bad
+/// input (`BadInput`) is listed line by line with exit status 2; any other error is one line,
+/// its causes after colons, exit status 1. Never a backtrace.
+pub fn failure(e: &anyhow::Error) -> (String, u8) {
+    match e.downcast_ref::<BadInput>() {
+        Some(bad) => (
+            format!("{bad}\nnothing was started: fix the manifest and run the demo again"),
+            2,
+        ),
+        None => (format!("error: {e:#}"), 1),
+    }
 }
 
 async fn install_crd(client: &Client) -> anyhow::Result<()> {
@@ -201,29 +283,10 @@ fn start_operator(client: Client) {
 async fn submit(
     client: &Client,
     sim: &SimHandle,
-    mut doc: Value,
+    doc: Value,
     args: &Args,
     out: &mut dyn Write,
 ) -> anyhow::Result<(String, String)> {
-    if let Some(limit) = args.backoff_limit {
-        doc["spec"]["runPolicy"]["backoffLimit"] = json!(limit);
-    }
-    // `kubectl get -o yaml` output: what the API server wrote cannot be created again.
-    if let Some(obj) = doc.as_object_mut() {
-        obj.remove("status");
-    }
-    if let Some(meta) = doc["metadata"].as_object_mut() {
-        for field in [
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "selfLink",
-            "generation",
-            "managedFields",
-        ] {
-            meta.remove(field);
-        }
-    }
     let ns = doc["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default")
@@ -253,10 +316,15 @@ async fn submit(
     Ok((ns, name))
 }
 
-/// Every pod of the job runs `--run-seconds`, plus its `--script` keys.
+/// Every pod of the job runs `--run-seconds`, plus its `--script` keys; parameter servers and
+/// evaluators run until the job ends (the simulator's default for them, as on a real cluster:
+/// a PS serves until it is deleted), unless `--script` says otherwise.
 fn script(sim: &SimHandle, ns: &str, name: &str, job: &TFJob, args: &Args) -> anyhow::Result<()> {
     let mut scripts: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for (t, spec) in job.spec.tf_replica_specs.iter() {
+        if matches!(t, ReplicaType::Ps | ReplicaType::Evaluator) {
+            continue;
+        }
         for i in 0..spec.replicas.unwrap_or(1) {
             let pod = tfjob_operator::crd::labels::child_name(name, t, i);
             scripts

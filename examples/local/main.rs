@@ -11,17 +11,25 @@ mod watch;
 
 use clap::Parser;
 
-/// Exit status 0 when every job succeeded, 1 when one failed.
+/// Exit status 0 when every job succeeded, 1 when one failed (or the demo could not run), 2
+/// when the input has problems (then nothing is started).
 #[tokio::main]
-async fn main() -> anyhow::Result<std::process::ExitCode> {
+async fn main() -> std::process::ExitCode {
     let args = demo::Args::parse();
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let outcomes = demo::run(&args, &mut std::io::stdout(), ctrl_c).await?;
-    Ok(if outcomes.iter().all(|o| o.state == "Succeeded") {
-        std::process::ExitCode::SUCCESS
-    } else {
-        std::process::ExitCode::FAILURE
-    })
+    match demo::run(&args, &mut std::io::stdout(), ctrl_c).await {
+        Ok(outcomes) if outcomes.iter().all(|o| o.state == "Succeeded") => {
+            std::process::ExitCode::SUCCESS
+        }
+        Ok(_) => std::process::ExitCode::FAILURE,
+        // Printed by us, not by returning the error from main: that would print its Debug
+        // form, with a backtrace when RUST_BACKTRACE is set.
+        Err(e) => {
+            let (message, status) = demo::failure(&e);
+            eprintln!("{message}");
+            std::process::ExitCode::from(status)
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! `kubectl get tfjobs,pods -w` would print it, until every job has finished; then each job's
 //! outcome.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,10 @@ pub async fn watch(
 ) -> anyhow::Result<Vec<JobOutcome>> {
     let started = Instant::now();
     let mut shown: BTreeMap<String, String> = BTreeMap::new();
+    // Each job's pods seen so far: one gone from the list was deleted (a PS by the
+    // cleanPodPolicy, a pod the operator replaces), which a poll can see only afterwards.
+    let mut seen: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let mut cleaned_up = false;
     writeln!(out, "{:<8} {:<40} {:<12} RESTARTS", "AGE", "NAME", "STATUS")?;
     loop {
         let mut finished = 0;
@@ -42,11 +46,13 @@ pub async fn watch(
             )?;
             let lp =
                 ListParams::default().labels(&format!("training.kubeflow.org/job-name={name}"));
-            for pod in Api::<Pod>::namespaced(client.clone(), ns)
-                .list(&lp)
-                .await?
+            let pods = Api::<Pod>::namespaced(client.clone(), ns).list(&lp).await?;
+            let listed: BTreeSet<String> = pods
                 .items
-            {
+                .iter()
+                .map(|p| format!("pod/{}", p.name_any()))
+                .collect();
+            for pod in pods.items {
                 show(
                     &mut shown,
                     started,
@@ -55,9 +61,19 @@ pub async fn watch(
                     out,
                 )?;
             }
+            let known = seen.entry((ns.clone(), name.clone())).or_default();
+            for gone in known.difference(&listed) {
+                show(&mut shown, started, gone.clone(), "Deleted".into(), out)?;
+            }
+            known.extend(listed);
+        }
+        if finished == jobs.len() && !cleaned_up {
+            // One more look, half a second on: the cleanup of finished jobs (a PS deleted).
+            cleaned_up = true;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
         }
         if finished == jobs.len() {
-            tokio::time::sleep(Duration::from_millis(500)).await; // let cleanup show
             let mut outcomes = Vec::new();
             for (ns, name) in jobs {
                 let job = Api::<TFJob>::namespaced(client.clone(), ns)

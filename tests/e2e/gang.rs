@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tfjob_operator::crd::ConditionType;
 use tfjob_operator::reconcile::build::gang::Gang;
 
-const PLUGINS_CRD: &str =
+pub(crate) const PLUGINS_CRD: &str =
     include_str!("../fixtures/podgroup-crds/scheduling.x-k8s.io_podgroups.yaml");
 const VOLCANO_CRD: &str =
     include_str!("../fixtures/podgroup-crds/scheduling.volcano.sh_podgroups.yaml");
@@ -72,7 +72,7 @@ fn skipped_without_gang(c: &TestCluster, test: &str) -> bool {
 
 /// A cluster for a gang test with `crd` installed and no operator yet; None (the test is
 /// skipped) on a real cluster started without gang scheduling.
-async fn gang_cluster(test: &str, crd: &str) -> Option<TestCluster> {
+pub(crate) async fn gang_cluster(test: &str, crd: &str) -> Option<TestCluster> {
     let c = TestCluster::without_operator(test).await;
     if skipped_without_gang(&c, test) {
         return None;

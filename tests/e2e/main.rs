@@ -14,6 +14,7 @@ mod failures;
 mod gang;
 mod install;
 mod kubectl;
+mod kubeflow;
 mod kueue;
 mod leader;
 mod lifecycle;

@@ -125,10 +125,7 @@ async fn without_the_annotation_the_survivors_exit_fails_the_job_as_in_kubeflow(
         reason_and_message(&failed, ConditionType::Failed),
         Some((
             "TFJobFailed".into(),
-            format!(
-                "TFJob {}/sync has failed because 1 Worker replica(s) failed.",
-                c.namespace
-            )
+            "job \"sync\" is failing because \"Worker\" replica(s) failed.".into()
         ))
     );
     assert_eq!(pods.uids_of("sync-worker-0").len(), 1);

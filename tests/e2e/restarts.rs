@@ -137,7 +137,8 @@ async fn permanent_exit_codes_fail_the_job_without_recreating_the_pod() {
         c.script_pod(&pod, &[("run-seconds", "0.3"), ("exit-code", code)]);
         c.create(job(&name, &[("Worker", 1, "ExitCode")])).await;
         let failed = c.until_condition(&name, ConditionType::Failed).await;
-        let message = format!("TFJob {ns}/{name} has failed because 1 Worker replica(s) failed.");
+        // Kubeflow's words for a permanent code under ExitCode (its common/pod.go).
+        let message = format!("job \"{name}\" is failing because \"Worker\" replica(s) failed.");
         assert_eq!(
             reason_and_message(&failed, ConditionType::Failed),
             Some(("TFJobFailed".into(), message)),

@@ -154,7 +154,12 @@ fn check(
     let name = row.name();
     let mut got = Vec::new();
     let failed = reason_and_message(job, ConditionType::Failed);
-    let replica = format!("TFJob {ns}/{name} has failed because 1 Worker replica(s) failed.");
+    // Kubeflow's words: ExitCode's permanent codes are judged where pods are examined.
+    let replica = if row.policy == "ExitCode" {
+        format!("job \"{name}\" is failing because \"Worker\" replica(s) failed.")
+    } else {
+        format!("TFJob {ns}/{name} has failed because 1 Worker replica(s) failed.")
+    };
     let backoff =
         format!("Job {name} has failed because it has reached the specified backoff limit");
     let end_ok = match want.end {

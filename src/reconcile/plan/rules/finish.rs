@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::crd::{
     CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
-    ReplicaStatus, ReplicaType, SuccessPolicy, TFJobStatus,
+    ReplicaStatus, ReplicaType, RestartPolicy, SuccessPolicy, TFJobStatus,
 };
 use crate::reconcile::plan::conditions::{self, Change, Wanted};
 use crate::reconcile::plan::model::{Deletion, EventNote};
@@ -59,6 +59,14 @@ impl Verdict {
         let (ns, name) = (view.namespace, view.name);
         match self {
             Verdict::Succeeded => format!("TFJob {ns}/{name} successfully completed."),
+            // Kubeflow's words for each path: a permanent exit code under ExitCode is judged
+            // where pods are examined (its common/pod.go, Go `%q` quoting and all), any
+            // other permanent failure where the status is computed.
+            Verdict::Failed(Cause::Replicas { t, .. })
+                if view.restart_policy(*t) == RestartPolicy::ExitCode =>
+            {
+                format!("job \"{name}\" is failing because \"{t}\" replica(s) failed.")
+            }
             Verdict::Failed(Cause::Replicas { t, n }) => {
                 format!("TFJob {ns}/{name} has failed because {n} {t} replica(s) failed.")
             }

@@ -18,9 +18,9 @@ fn cases() -> Vec<Case> {
             at(9),
             Expect {
                 conditions: Some(ended(Failed, "TFJobFailed")),
-                last_message: Some(format!(
-                    "TFJob {NS}/j has failed because 1 Worker replica(s) failed."
-                )),
+                last_message: Some(
+                    "job \"j\" is failing because \"Worker\" replica(s) failed.".into(),
+                ),
                 events: Some(vec!["ExitedWithCode", "TFJobFailed"]),
                 event_messages: vec![format!("Pod: {NS}.j-worker-1 exited with code {code}")],
                 delete_pods: Some(vec![]),

@@ -94,9 +94,7 @@ fn cases() -> Vec<Case> {
         at(9),
         Expect {
             conditions: Some(ended(Failed, "TFJobFailed")),
-            last_message: Some(format!(
-                "TFJob {NS}/j has failed because 1 Worker replica(s) failed."
-            )),
+            last_message: Some("job \"j\" is failing because \"Worker\" replica(s) failed.".into()),
             delete_pods: Some(vec![]),
             cleanup_pods: Some(names("j", &[(Ps, 0), (Worker, 0)])),
             restart_attempt: Some(None),
