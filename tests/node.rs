@@ -12,7 +12,13 @@
 //!
 //! Without the real node (`TFJOB_NODE_E2E` unset) every test says it is skipped and returns.
 
+#[path = "node/cluster.rs"]
 mod cluster;
+#[path = "node/image.rs"]
 mod image;
+#[path = "node/in_cluster.rs"]
 mod in_cluster;
+#[path = "node/killed.rs"]
+mod killed;
+#[path = "node/tf.rs"]
 mod tf;

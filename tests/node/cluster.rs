@@ -36,7 +36,7 @@ pub struct Node {
 
 impl Node {
     /// The node, or `None` (after saying the test is skipped) when it is not there.
-    pub fn get(test: &str) -> Option<Node> {
+    pub fn here(test: &str) -> Option<Node> {
         if std::env::var_os("TFJOB_NODE_E2E").is_none() {
             eprintln!("{test}: skipped: needs the real node (run testcluster/node-e2e)");
             return None;
@@ -308,6 +308,13 @@ impl Operator {
 
 impl Drop for Operator {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "--- the operator's log ({}):\n{}",
+                self.log.display(),
+                self.log_tail()
+            );
+        }
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -325,9 +332,11 @@ impl Drop for Operator {
 /// `Succeeded` or `Failed` when that condition of a TFJob is True.
 pub fn finished(job: &Value) -> Option<&'static str> {
     let conditions = job["status"]["conditions"].as_array()?;
-    ["Succeeded", "Failed"]
-        .into_iter()
-        .find(|t| conditions.iter().any(|c| c["type"] == *t && c["status"] == "True"))
+    ["Succeeded", "Failed"].into_iter().find(|t| {
+        conditions
+            .iter()
+            .any(|c| c["type"] == *t && c["status"] == "True")
+    })
 }
 
 /// The condition of type T of an object, if any.
@@ -367,7 +376,12 @@ pub struct Replica {
 }
 
 impl Replica {
-    pub fn new(kind: &'static str, replicas: i32, restart_policy: &'static str, args: &[&str]) -> Self {
+    pub fn new(
+        kind: &'static str,
+        replicas: i32,
+        restart_policy: &'static str,
+        args: &[&str],
+    ) -> Self {
         Replica {
             kind,
             replicas,
@@ -391,7 +405,9 @@ pub fn tf_job(node: &Node, namespace: &str, name: &str, replicas: &[Replica]) ->
         let mut volumes = vec![json!({"name": "scripts", "configMap": {"name": "scripts"}})];
         if let Some(dir) = &r.shared {
             mounts.push(json!({"name": "shared", "mountPath": "/shared"}));
-            volumes.push(json!({"name": "shared", "hostPath": {"path": dir, "type": "DirectoryOrCreate"}}));
+            volumes.push(
+                json!({"name": "shared", "hostPath": {"path": dir, "type": "DirectoryOrCreate"}}),
+            );
         }
         let mut container = json!({
             "name": "tensorflow",

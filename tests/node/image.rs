@@ -50,17 +50,27 @@ fn configured_image() -> String {
 
 fn ctr(node: &Node, args: &[&str]) -> Vec<u8> {
     let out = Command::new("ctr")
-        .args(["--address", node.containerd_sock.to_str().unwrap(), "--namespace", "k8s.io"])
+        .args([
+            "--address",
+            node.containerd_sock.to_str().unwrap(),
+            "--namespace",
+            "k8s.io",
+        ])
         .args(args)
         .output()
         .expect("run ctr");
-    assert!(out.status.success(), "ctr {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ctr {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
 /// The image's config (`config` of the OCI/docker image configuration) as containerd has it.
 fn image_config(node: &Node, reference: &str) -> Value {
-    let list = String::from_utf8(ctr(node, &["images", "ls", &format!("name=={reference}")])).unwrap();
+    let list =
+        String::from_utf8(ctr(node, &["images", "ls", &format!("name=={reference}")])).unwrap();
     let digest = list
         .lines()
         .nth(1)
@@ -74,7 +84,7 @@ fn image_config(node: &Node, reference: &str) -> Value {
 
 #[test]
 fn the_operator_image_is_the_dockerfiles_runtime_stage() {
-    let Some(node) = Node::get("the_operator_image_is_the_dockerfiles_runtime_stage") else {
+    let Some(node) = Node::here("the_operator_image_is_the_dockerfiles_runtime_stage") else {
         return;
     };
     let stage = runtime_stage();
@@ -109,12 +119,21 @@ fn the_operator_image_is_the_dockerfiles_runtime_stage() {
     let target = copy.split_whitespace().last().unwrap();
     assert_eq!(entrypoint, json!([target]));
     let history = image["history"].to_string();
-    assert!(history.contains(&format!("in {target}")), "no COPY into {target}: {history}");
+    assert!(
+        history.contains(&format!("in {target}")),
+        "no COPY into {target}: {history}"
+    );
 
     // config/manager runs this image, never pulling it, on the ports the image exposes.
-    assert!(MANAGER.contains(&format!("image: {}", configured_image())), "manager.yaml names another image");
+    assert!(
+        MANAGER.contains(&format!("image: {}", configured_image())),
+        "manager.yaml names another image"
+    );
     assert!(MANAGER.contains("imagePullPolicy: IfNotPresent"));
     for port in directive(&stage, "EXPOSE").split_whitespace() {
-        assert!(MANAGER.contains(&format!("containerPort: {port}")), "manager.yaml lacks port {port}");
+        assert!(
+            MANAGER.contains(&format!("containerPort: {port}")),
+            "manager.yaml lacks port {port}"
+        );
     }
 }

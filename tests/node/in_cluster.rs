@@ -39,12 +39,21 @@ fn deploy(node: &Node) -> Deployed<'_> {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/default");
     // As a user installs it (replicas: 2 from the manifest; node-e2e had scaled it to 0).
     node.kubectl(&["apply", "-k", config]);
-    node.kubectl(&["-n", NS, "rollout", "status", "deployment/tfjob-operator", "--timeout=120s"]);
+    node.kubectl(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/tfjob-operator",
+        "--timeout=120s",
+    ]);
     let pods = operator_pods(node);
     assert_eq!(pods.len(), 2, "{pods:?}");
     wait_for("a lease holder among the operator's pods", 30, || {
         let holder = lease_holder(node)?;
-        pods.iter().any(|p| holder_pod(&holder) == p.as_str()).then_some(())
+        pods.iter()
+            .any(|p| holder_pod(&holder) == p.as_str())
+            .then_some(())
     });
     deployed
 }
@@ -52,9 +61,30 @@ fn deploy(node: &Node) -> Deployed<'_> {
 impl Drop for Deployed<'_> {
     fn drop(&mut self) {
         let n = self.node;
-        let _ = n.try_kubectl(&["-n", NS, "scale", "deployment/tfjob-operator", "--replicas", "0"]);
-        let _ = n.try_kubectl(&["-n", NS, "wait", "--for=delete", "pod", "-l", SELECTOR, "--timeout=60s"]);
-        let _ = n.try_kubectl(&["label", "namespace", NS, "pod-security.kubernetes.io/enforce-"]);
+        let _ = n.try_kubectl(&[
+            "-n",
+            NS,
+            "scale",
+            "deployment/tfjob-operator",
+            "--replicas",
+            "0",
+        ]);
+        let _ = n.try_kubectl(&[
+            "-n",
+            NS,
+            "wait",
+            "--for=delete",
+            "pod",
+            "-l",
+            SELECTOR,
+            "--timeout=60s",
+        ]);
+        let _ = n.try_kubectl(&[
+            "label",
+            "namespace",
+            NS,
+            "pod-security.kubernetes.io/enforce-",
+        ]);
     }
 }
 
@@ -70,7 +100,9 @@ fn operator_pods(node: &Node) -> Vec<String> {
 }
 
 fn lease_holder(node: &Node) -> Option<String> {
-    let lease = node.try_kubectl(&["-n", NS, "get", "lease", LEASE, "-o", "json"]).ok()?;
+    let lease = node
+        .try_kubectl(&["-n", NS, "get", "lease", LEASE, "-o", "json"])
+        .ok()?;
     let lease: Value = serde_json::from_str(&lease).ok()?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_string)
 }
@@ -104,7 +136,9 @@ fn creates(node: &Node, ns: &str, resource: &str) -> BTreeMap<String, Vec<Value>
     let text = std::fs::read_to_string(&node.audit_log).expect("audit log");
     let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for line in text.lines() {
-        let Ok(e) = serde_json::from_str::<Value>(line) else { continue };
+        let Ok(e) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
         if e["verb"] == "create"
             && e["user"]["username"] == OPERATOR_USER
             && e["objectRef"]["resource"] == resource
@@ -140,7 +174,8 @@ impl Watch {
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = events.clone();
         std::thread::spawn(move || {
-            let stream = serde_json::Deserializer::from_reader(BufReader::new(stdout)).into_iter::<Value>();
+            let stream =
+                serde_json::Deserializer::from_reader(BufReader::new(stdout)).into_iter::<Value>();
             for event in stream.flatten() {
                 sink.lock().unwrap().push((Instant::now(), event));
             }
@@ -162,7 +197,7 @@ impl Drop for Watch {
 
 #[test]
 fn in_cluster_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job() {
-    let Some(node) = Node::get("in_cluster_two_replicas") else {
+    let Some(node) = Node::here("in_cluster_two_replicas") else {
         return;
     };
     let _deployed = deploy(&node);
@@ -179,10 +214,19 @@ fn in_cluster_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job(
         let ip = p["status"]["podIP"].as_str().unwrap();
         for path in ["healthz", "readyz"] {
             let out = Command::new("curl")
-                .args(["-fsS", "--max-time", "3", &format!("http://{ip}:8081/{path}")])
+                .args([
+                    "-fsS",
+                    "--max-time",
+                    "3",
+                    &format!("http://{ip}:8081/{path}"),
+                ])
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{pod} /{path}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{pod} /{path}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         // Pod Security `restricted` admitted it (the namespace enforces it): as the image's
         // non-root user, read-only root, no capabilities.
@@ -193,30 +237,62 @@ fn in_cluster_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job(
     // Enforced for real: a pod that is not `restricted` is refused in that namespace.
     let refused = node
         .try_kubectl(&[
-            "-n", NS, "run", "not-restricted", "--image", &node.busybox_image,
-            "--image-pull-policy", "IfNotPresent", "--restart", "Never", "--dry-run=server", "--", "true",
+            "-n",
+            NS,
+            "run",
+            "not-restricted",
+            "--image",
+            &node.busybox_image,
+            "--image-pull-policy",
+            "IfNotPresent",
+            "--restart",
+            "Never",
+            "--dry-run=server",
+            "--",
+            "true",
         ])
         .expect_err("a non-restricted pod was admitted in kubeflow");
-    assert!(refused.contains("violates PodSecurity \"restricted"), "{refused}");
+    assert!(
+        refused.contains("violates PodSecurity \"restricted"),
+        "{refused}"
+    );
 
     // Exactly one leads: the leader's log says it became leader, the standby's that it waits.
     let leader_log = node.kubectl(&["-n", NS, "logs", &leader]);
     let standby_log = node.kubectl(&["-n", NS, "logs", &standby]);
-    assert!(leader_log.contains("became leader"), "{leader}:\n{leader_log}");
-    assert!(!standby_log.contains("became leader"), "{standby}:\n{standby_log}");
-    assert!(standby_log.contains("waiting for leadership"), "{standby}:\n{standby_log}");
+    assert!(
+        leader_log.contains("became leader"),
+        "{leader}:\n{leader_log}"
+    );
+    assert!(
+        !standby_log.contains("became leader"),
+        "{standby}:\n{standby_log}"
+    );
+    assert!(
+        standby_log.contains("waiting for leadership"),
+        "{standby}:\n{standby_log}"
+    );
 
     // A TFJob runs to Succeeded under it; its children were created from inside the cluster
     // (the operator pod's address, not this machine's 198.18.0.1).
     let ns = node.namespace("incluster-job");
     node.apply(&sleeping_job(&node, &ns.name, "sleepy", 2, 2));
     let job = ns.wait_finished("sleepy", 120);
-    assert_eq!(finished(&job), Some("Succeeded"), "{}\n{}", job["status"], ns.describe());
+    assert_eq!(
+        finished(&job),
+        Some("Succeeded"),
+        "{}\n{}",
+        job["status"],
+        ns.describe()
+    );
     let pods_created = creates(&node, &ns.name, "pods");
     assert_eq!(pods_created.len(), 2, "{pods_created:?}");
     let leader_ip = node.get(&["-n", NS, "pod", &leader])["status"]["podIP"].clone();
     for (name, events) in &pods_created {
-        assert_eq!(events[0]["sourceIPs"][0], leader_ip, "{name} was not created by the leader pod");
+        assert_eq!(
+            events[0]["sourceIPs"][0], leader_ip,
+            "{name} was not created by the leader pod"
+        );
     }
 
     // The metrics Service answers from inside the cluster: a pod resolves its name (CoreDNS)
@@ -228,7 +304,10 @@ fn in_cluster_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job(
     // No restarts: the liveness probe never failed.
     for pod in &pods {
         let p = node.get(&["-n", NS, "pod", pod]);
-        assert_eq!(p["status"]["containerStatuses"][0]["restartCount"], 0, "{pod}");
+        assert_eq!(
+            p["status"]["containerStatuses"][0]["restartCount"], 0,
+            "{pod}"
+        );
     }
 }
 
@@ -253,12 +332,15 @@ fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
     });
     let out = ns.kubectl(&["logs", "scrape"]);
     assert_eq!(phase, "Succeeded", "wget {url}:\n{out}");
-    assert!(out.contains("# TYPE training_operator_jobs_created"), "{url}:\n{out}");
+    assert!(
+        out.contains("# TYPE training_operator_jobs_created"),
+        "{url}:\n{out}"
+    );
 }
 
 #[test]
 fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_twice() {
-    let Some(node) = Node::get("in_cluster_rollout_restart") else {
+    let Some(node) = Node::here("in_cluster_rollout_restart") else {
         return;
     };
     let _deployed = deploy(&node);
@@ -270,7 +352,11 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
     node.apply(&sleeping_job(&node, &ns.name, "across", 3, 25));
     wait_for("the job's 3 pods to run", 90, || {
         let pods = ns.get(&["pods"]);
-        let running = pods["items"].as_array()?.iter().filter(|p| p["status"]["phase"] == "Running").count();
+        let running = pods["items"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .count();
         (running == 3).then_some(())
     });
 
@@ -278,11 +364,22 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
     let lease_watch = Watch::start(&node, &["-n", NS, "get", "lease", LEASE]);
     std::thread::sleep(Duration::from_millis(500));
     node.kubectl(&["-n", NS, "rollout", "restart", "deployment/tfjob-operator"]);
-    node.kubectl(&["-n", NS, "rollout", "status", "deployment/tfjob-operator", "--timeout=180s"]);
+    node.kubectl(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/tfjob-operator",
+        "--timeout=180s",
+    ]);
     wait_for("the old operator pods to be gone", 90, || {
         let now = operator_pods(&node);
         let all = node.get(&["-n", NS, "pods", "-l", SELECTOR]);
-        let names: Vec<&str> = all["items"].as_array()?.iter().filter_map(|p| p["metadata"]["name"].as_str()).collect();
+        let names: Vec<&str> = all["items"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| p["metadata"]["name"].as_str())
+            .collect();
         (!old.iter().any(|o| names.contains(&o.as_str())) && now.len() == 2).then_some(())
     });
     let new = operator_pods(&node);
@@ -295,7 +392,10 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
             .iter()
             .rev()
             .map(|(_, e)| &e["object"])
-            .find(|o| o["metadata"]["name"] == pod.as_str() && !o["status"]["containerStatuses"][0]["state"]["terminated"].is_null())
+            .find(|o| {
+                o["metadata"]["name"] == pod.as_str()
+                    && !o["status"]["containerStatuses"][0]["state"]["terminated"].is_null()
+            })
             .unwrap_or_else(|| panic!("{pod}: never seen terminated"));
         let terminated = &last["status"]["containerStatuses"][0]["state"]["terminated"];
         assert_eq!(terminated["exitCode"], 0, "{pod}: {terminated}");
@@ -305,11 +405,21 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
     // The lease went from the old leader to a new pod: released (no holder) on SIGTERM, then
     // taken within one retry period.
     let holder = lease_holder(&node).unwrap();
-    assert!(new.iter().any(|p| p == holder_pod(&holder)), "{holder} is not one of {new:?}");
+    assert!(
+        new.iter().any(|p| p == holder_pod(&holder)),
+        "{holder} is not one of {new:?}"
+    );
     let holders: Vec<(Instant, Option<String>)> = lease_watch
         .events()
         .iter()
-        .map(|(t, e)| (*t, e["object"]["spec"]["holderIdentity"].as_str().map(str::to_string)))
+        .map(|(t, e)| {
+            (
+                *t,
+                e["object"]["spec"]["holderIdentity"]
+                    .as_str()
+                    .map(str::to_string),
+            )
+        })
         .collect();
     let released = holders
         .iter()
@@ -323,23 +433,37 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
         .unwrap_or_else(|| panic!("nobody took the released lease: {holders:?}"));
     let handover = taken.duration_since(released).as_secs_f64();
     eprintln!("lease released by {old_leader}, taken by {by} {handover:.3} s later");
-    assert!(handover <= RETRY_PERIOD + 0.5, "handover took {handover:.3} s");
+    assert!(
+        handover <= RETRY_PERIOD + 0.5,
+        "handover took {handover:.3} s"
+    );
 
     // The job finishes under the new leader, and no child was created twice.
     let job = ns.wait_finished("across", 120);
-    assert_eq!(finished(&job), Some("Succeeded"), "{}\n{}", job["status"], ns.describe());
+    assert_eq!(
+        finished(&job),
+        Some("Succeeded"),
+        "{}\n{}",
+        job["status"],
+        ns.describe()
+    );
     for resource in ["pods", "services"] {
         let created = creates(&node, &ns.name, resource);
         assert_eq!(created.len(), 3, "{resource}: {created:?}");
         for (name, events) in &created {
-            assert_eq!(events.len(), 1, "{resource} {name} was created {} times", events.len());
+            assert_eq!(
+                events.len(),
+                1,
+                "{resource} {name} was created {} times",
+                events.len()
+            );
         }
     }
 }
 
 #[test]
 fn in_cluster_frozen_leader_is_replaced_within_lease_duration_plus_one_retry() {
-    let Some(node) = Node::get("in_cluster_frozen_leader") else {
+    let Some(node) = Node::here("in_cluster_frozen_leader") else {
         return;
     };
     let _deployed = deploy(&node);
@@ -369,6 +493,9 @@ fn in_cluster_frozen_leader_is_replaced_within_lease_duration_plus_one_retry() {
         (p["status"]["containerStatuses"][0]["restartCount"].as_i64()? >= 1).then_some(())
     });
     let previous = node.kubectl(&["-n", NS, "logs", &leader, "--previous"]);
-    assert!(previous.contains("lost the leader lease"), "{leader} --previous:\n{previous}");
+    assert!(
+        previous.contains("lost the leader lease"),
+        "{leader} --previous:\n{previous}"
+    );
     assert_eq!(lease_holder(&node).as_deref(), Some(new_holder.as_str()));
 }

@@ -1,14 +1,18 @@
 //! Real TensorFlow across pods: what TF reports, read from the pods' logs.
 
-mod killed;
-
 use serde_json::{Value, json};
 
 use crate::cluster::{Namespace, Node, Replica, finished, report, reports, tf_job};
 
 /// TF_CONFIG's `cluster` as the operator must write it for JOB in NS: `<job>-<type>-<i>.<ns>.svc
 /// [.domain]:<port>` per replica.
-fn cluster_addresses(ns: &str, job: &str, types: &[(&str, i32)], domain: Option<&str>, port: i32) -> Value {
+fn cluster_addresses(
+    ns: &str,
+    job: &str,
+    types: &[(&str, i32)],
+    domain: Option<&str>,
+    port: i32,
+) -> Value {
     let mut cluster = serde_json::Map::new();
     for (t, n) in types {
         let suffix = domain.map(|d| format!(".{d}")).unwrap_or_default();
@@ -30,14 +34,32 @@ fn pod_ip(ns: &Namespace, pod: &str) -> String {
 
 /// Runs a 2-worker MultiWorkerMirroredStrategy job to its end and checks what both workers'
 /// TensorFlow reports; returns the workers' logs.
-fn mwms_job(node: &Node, ns: &Namespace, job: &str, domain: Option<&str>, port: Option<i32>) -> Vec<String> {
+fn mwms_job(
+    node: &Node,
+    ns: &Namespace,
+    job: &str,
+    domain: Option<&str>,
+    port: Option<i32>,
+) -> Vec<String> {
     let mut worker = Replica::new("Worker", 2, "Never", &["mwms", "--steps", "20"]);
     worker.port = port;
     node.apply(&tf_job(node, &ns.name, job, &[worker]));
     let done = ns.wait_finished(job, 240);
-    assert_eq!(finished(&done), Some("Succeeded"), "{}\n{}", done["status"], ns.describe());
+    assert_eq!(
+        finished(&done),
+        Some("Succeeded"),
+        "{}\n{}",
+        done["status"],
+        ns.describe()
+    );
 
-    let want_cluster = cluster_addresses(&ns.name, job, &[("worker", 2)], domain, port.unwrap_or(2222));
+    let want_cluster = cluster_addresses(
+        &ns.name,
+        job,
+        &[("worker", 2)],
+        domain,
+        port.unwrap_or(2222),
+    );
     let mut logs = Vec::new();
     let mut sums = Vec::new();
     for i in 0..2 {
@@ -46,14 +68,31 @@ fn mwms_job(node: &Node, ns: &Namespace, job: &str, domain: Option<&str>, port: 
         let log = ns.logs(&pod, false);
         let r = reports(&log);
         let tf_config = &report(&r, "tf_config", &log)["tf_config"];
-        assert_eq!(tf_config["cluster"], want_cluster, "{pod}: TF_CONFIG cluster");
-        assert_eq!(tf_config["task"], json!({"type": "worker", "index": i}), "{pod}: TF_CONFIG task");
+        assert_eq!(
+            tf_config["cluster"], want_cluster,
+            "{pod}: TF_CONFIG cluster"
+        );
+        assert_eq!(
+            tf_config["task"],
+            json!({"type": "worker", "index": i}),
+            "{pod}: TF_CONFIG task"
+        );
         // Every peer's address resolved (CoreDNS, through the headless Services) to its pod.
-        let resolved = &report(&r, "tf_config", &log)["resolved"];
+        let resolved = &report(&r, "peers", &log)["resolved"];
         for j in 0..2 {
             let peer = format!("{job}-worker-{j}");
-            let host = want_cluster["worker"][j].as_str().unwrap().rsplit_once(':').unwrap().0.to_string();
-            assert_eq!(resolved[&host], json!([pod_ip(ns, &peer)]), "{pod} resolving {host}");
+            let host = want_cluster["worker"][j]
+                .as_str()
+                .unwrap()
+                .rsplit_once(':')
+                .unwrap()
+                .0
+                .to_string();
+            assert_eq!(
+                resolved[&host],
+                json!([pod_ip(ns, &peer)]),
+                "{pod} resolving {host}"
+            );
         }
         let resolver = report(&r, "resolver", &log);
         assert_eq!(resolver["task_type"], "worker");
@@ -66,8 +105,14 @@ fn mwms_job(node: &Node, ns: &Namespace, job: &str, domain: Option<&str>, port: 
         );
         let done = report(&r, "done", &log);
         assert_eq!(done["steps"], 20);
-        let (first, last) = (done["loss_first"].as_f64().unwrap(), done["loss_last"].as_f64().unwrap());
-        assert!(last < first / 10.0, "{pod}: the loss must fall: {first} -> {last}");
+        let (first, last) = (
+            done["loss_first"].as_f64().unwrap(),
+            done["loss_last"].as_f64().unwrap(),
+        );
+        assert!(
+            last < first / 10.0,
+            "{pod}: the loss must fall: {first} -> {last}"
+        );
         sums.push(done["weights_sha256"].as_str().unwrap().to_string());
         logs.push(log);
     }
@@ -78,7 +123,7 @@ fn mwms_job(node: &Node, ns: &Namespace, job: &str, domain: Option<&str>, port: 
 
 #[test]
 fn mwms_two_workers_all_reduce_to_identical_weights_and_kubectl_logs_show_training() {
-    let Some(node) = Node::get("mwms_two_workers") else {
+    let Some(node) = Node::here("mwms_two_workers") else {
         return;
     };
     let ns = node.namespace("mwms");
@@ -96,13 +141,16 @@ fn mwms_two_workers_all_reduce_to_identical_weights_and_kubectl_logs_show_traini
     }
     // `kubectl logs` of worker 0 (no container named) shows the training steps.
     let plain = ns.kubectl(&["logs", "mwms-worker-0"]);
-    let steps = reports(&plain).iter().filter(|r| r["event"] == "step").count();
+    let steps = reports(&plain)
+        .iter()
+        .filter(|r| r["event"] == "step")
+        .count();
     assert_eq!(steps, 20, "kubectl logs mwms-worker-0:\n{plain}");
 }
 
 #[test]
 fn mwms_custom_cluster_domain_and_port() {
-    let Some(node) = Node::get("mwms_custom_cluster_domain_and_port") else {
+    let Some(node) = Node::here("mwms_custom_cluster_domain_and_port") else {
         return;
     };
     let ns = node.namespace("domain");
@@ -113,7 +161,8 @@ fn mwms_custom_cluster_domain_and_port() {
     for (i, log) in logs.iter().enumerate() {
         let want = format!("cd-worker-{i}.{}.svc.{domain}:2345", ns.name);
         assert!(
-            log.lines().any(|l| l.contains("Started server with target") && l.contains(&want))
+            log.lines()
+                .any(|l| l.contains("Started server with target") && l.contains(&want))
                 || log.contains(&format!("grpc://{want}")),
             "worker {i}: TF never names {want} as its server:\n{log}"
         );
@@ -122,30 +171,30 @@ fn mwms_custom_cluster_domain_and_port() {
 
 #[test]
 fn ps_strategy_chief_ps_two_workers_and_an_evaluator() {
-    let Some(node) = Node::get("ps_strategy") else {
+    let Some(node) = Node::here("ps_strategy") else {
         return;
     };
     let ns = node.namespace("ps");
     let _operator = node.operator(&ns.name, &[]);
     let shared = node.scratch.join(&ns.name);
     let args = ["ps", "--steps", "40"];
-    let mut chief = Replica::new("Chief", 1, "Never", &args);
-    chief.shared = Some(shared.clone());
-    let mut evaluator = Replica::new("Evaluator", 1, "Never", &args);
-    evaluator.shared = Some(shared.clone());
-    node.apply(&tf_job(
-        &node,
-        &ns.name,
-        "ps",
-        &[
-            chief,
-            Replica::new("PS", 1, "Never", &args),
-            Replica::new("Worker", 2, "Never", &args),
-            evaluator,
-        ],
-    ));
+    // Storage all tasks share, as a checkpoint directory must be: the chief asks for the
+    // checkpoint, the parameter server (which holds the variables) writes it, the evaluator
+    // reads it.
+    let replicas = [("Chief", 1), ("PS", 1), ("Worker", 2), ("Evaluator", 1)].map(|(kind, n)| {
+        let mut r = Replica::new(kind, n, "Never", &args);
+        r.shared = Some(shared.clone());
+        r
+    });
+    node.apply(&tf_job(&node, &ns.name, "ps", &replicas));
     let done = ns.wait_finished("ps", 300);
-    assert_eq!(finished(&done), Some("Succeeded"), "{}\n{}", done["status"], ns.describe());
+    assert_eq!(
+        finished(&done),
+        Some("Succeeded"),
+        "{}\n{}",
+        done["status"],
+        ns.describe()
+    );
 
     let log = ns.logs("ps-chief-0", false);
     let r = reports(&log);
@@ -173,7 +222,13 @@ fn ps_strategy_chief_ps_two_workers_and_an_evaluator() {
     assert_eq!(tf_config["task"], json!({"type": "evaluator", "index": 0}));
     assert_eq!(
         tf_config["cluster"],
-        cluster_addresses(&ns.name, "ps", &[("chief", 1), ("evaluator", 1), ("ps", 1), ("worker", 2)], None, 2222)
+        cluster_addresses(
+            &ns.name,
+            "ps",
+            &[("chief", 1), ("evaluator", 1), ("ps", 1), ("worker", 2)],
+            None,
+            2222
+        )
     );
     let resolver = report(&er, "resolver", &elog);
     assert_eq!(resolver["task_type"], "evaluator");
@@ -183,6 +238,9 @@ fn ps_strategy_chief_ps_two_workers_and_an_evaluator() {
         evaluated["weights_sha256"], chief_done["weights_sha256"],
         "the evaluator read other weights than the chief trained"
     );
-    assert!(evaluated["loss"].as_f64().unwrap() < first / 10.0, "{evaluated}");
+    assert!(
+        evaluated["loss"].as_f64().unwrap() < first / 10.0,
+        "{evaluated}"
+    );
     let _ = std::fs::remove_dir_all(shared);
 }

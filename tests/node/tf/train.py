@@ -2,7 +2,8 @@
 
 It reads only what the operator gives it (TF_CONFIG) and reports what TensorFlow itself says,
 as lines `TFJOB-TEST {json}` on standard output, which the tests read with `kubectl logs`:
-  tf_config   TF_CONFIG as the process received it, and the addresses its hosts resolve to
+  tf_config   TF_CONFIG as the process received it
+  peers       (mwms, after training) the addresses TF_CONFIG's hosts resolve to
   resolver    TFConfigClusterResolver's task type, index and cluster spec
   strategy    the strategy's num_replicas_in_sync
   variables   where the variables live (device strings)
@@ -42,15 +43,22 @@ STEPS = option("--steps", 30)
 STEP_SECONDS = option("--step-seconds", 0.0)
 
 tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
-resolved = {}
-for addresses in tf_config.get("cluster", {}).values():
-    for address in addresses:
-        host = address.rsplit(":", 1)[0]
-        try:
-            resolved[host] = sorted({a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)})
-        except OSError as e:  # a peer's pod may not have its address yet
-            resolved[host] = "unresolved: %s" % e
-emit("tf_config", tf_config=tf_config, resolved=resolved, hostname=socket.gethostname())
+emit("tf_config", tf_config=tf_config, hostname=socket.gethostname())
+
+
+def resolve_peers():
+    """The addresses TF_CONFIG's hosts resolve to (a pod's own name resolves only once the
+    pod is ready, so this is asked after training, when every peer runs)."""
+    resolved = {}
+    for addresses in tf_config.get("cluster", {}).values():
+        for address in addresses:
+            host = address.rsplit(":", 1)[0]
+            try:
+                resolved[host] = sorted({a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)})
+            except OSError as e:
+                resolved[host] = "unresolved: %s" % e
+    return resolved
+
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -117,6 +125,7 @@ def run_mwms():
         emit("step", step=step, loss=loss)
         if STEP_SECONDS:
             time.sleep(STEP_SECONDS)
+    emit("peers", resolved=resolve_peers())
     emit("done", loss_first=losses[0], loss_last=losses[-1], steps=len(losses), **weights_report(w, b))
 
 
@@ -144,7 +153,7 @@ def run_ps():
     emit("variables", devices=[w.device, b.device])
     x, y = data(7, n=256)
 
-    def dataset_fn(_):
+    def dataset_fn():
         return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(256, seed=1).batch(32).repeat()
 
     per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
@@ -181,7 +190,17 @@ def run_ps():
 
 def run_evaluator():
     # A sidecar evaluator: TF_CONFIG names it (task type "evaluator"); it trains nothing and
-    # reads the chief's checkpoint from the shared volume.
+    # reads the chief's checkpoint from the shared volume. It serves too: Kubeflow's TF_CONFIG
+    # lists the evaluator in `cluster`, and ParameterServerStrategy's coordinator connects to
+    # every task there, so without a server here the chief waits for it for ever (TF 2.21).
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name="evaluator",
+        task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    emit("server", target=server.target)
     w = tf.Variable(tf.zeros([4, 1]), name="w")
     b = tf.Variable(tf.zeros([1]), name="b")
     deadline = time.time() + 180
