@@ -9,6 +9,9 @@
 //! - `in_cluster`: the operator as its users run it, `kubectl apply -k config/default` with the
 //!   image built from the Dockerfile.
 //! - `image`: that image is the Dockerfile's runtime stage; `config/` names it.
+//! - `killed`: a worker killed mid-training under each restartPolicy (today's outcome).
+//! - `kubelet`: what the real kubelet writes for deleted, killed, OOM-killed and failed
+//!   containers (what the simulator should match).
 //!
 //! Without the real node (`TFJOB_NODE_E2E` unset) every test says it is skipped and returns.
 
@@ -20,5 +23,7 @@ mod image;
 mod in_cluster;
 #[path = "node/killed.rs"]
 mod killed;
+#[path = "node/kubelet.rs"]
+mod kubelet;
 #[path = "node/tf.rs"]
 mod tf;

@@ -319,9 +319,13 @@ fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
         "spec": {
             "hostNetwork": true, "dnsPolicy": "ClusterFirstWithHostNet", "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
+            // Python (the TensorFlow image's; TF is not imported): busybox's static wget
+            // crashes in the node's network namespace (glibc's static resolver).
             "containers": [{
-                "name": "scrape", "image": node.busybox_image, "imagePullPolicy": "IfNotPresent",
-                "command": ["wget", "-q", "-O", "-", "-T", "5", url],
+                "name": "scrape", "image": node.tf_image, "imagePullPolicy": "IfNotPresent",
+                "command": ["python3", "-c", format!(
+                    "import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())"
+                )],
             }],
         },
     }));
