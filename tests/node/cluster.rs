@@ -394,7 +394,7 @@ impl Replica {
 }
 
 /// A TFJob whose replicas run `python3 /scripts/train.py ARGS` in the TensorFlow image.
-/// Templates set terminationGracePeriodSeconds 3: TF as PID 1 ignores SIGTERM, so every
+/// Templates set terminationGracePeriodSeconds 2: TF as PID 1 ignores SIGTERM, so every
 /// deleted pod would otherwise wait the default 30 s.
 pub fn tf_job(node: &Node, namespace: &str, name: &str, replicas: &[Replica]) -> Value {
     let mut specs = serde_json::Map::new();
@@ -426,7 +426,7 @@ pub fn tf_job(node: &Node, namespace: &str, name: &str, replicas: &[Replica]) ->
                 "replicas": r.replicas,
                 "restartPolicy": r.restart_policy,
                 "template": {"spec": {
-                    "terminationGracePeriodSeconds": 3,
+                    "terminationGracePeriodSeconds": 2,
                     "containers": [container],
                     "volumes": volumes,
                 }},

@@ -311,8 +311,14 @@ fn in_cluster_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job(
     }
 }
 
+/// Scrapes the metrics Service 12 times from a pod (kube-proxy spreads them over both
+/// replicas): every scrape answers, and the leader's counters, reached through the Service,
+/// count the job of NS. (A standby exposes only the families that exist before leading.)
 fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
     let url = "http://tfjob-operator-metrics.kubeflow.svc.cluster.local:8080/metrics";
+    let script = format!(
+        "import urllib.request\nfor _ in range(12):\n    print(urllib.request.urlopen('{url}', timeout=5).read().decode())\n    print('--- scrape end')"
+    );
     node.apply(&json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "scrape", "namespace": ns.name},
@@ -323,9 +329,7 @@ fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
             // crashes in the node's network namespace (glibc's static resolver).
             "containers": [{
                 "name": "scrape", "image": node.tf_image, "imagePullPolicy": "IfNotPresent",
-                "command": ["python3", "-c", format!(
-                    "import urllib.request; print(urllib.request.urlopen('{url}', timeout=5).read().decode())"
-                )],
+                "command": ["python3", "-c", script],
             }],
         },
     }));
@@ -335,10 +339,16 @@ fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
         matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase)
     });
     let out = ns.kubectl(&["logs", "scrape"]);
-    assert_eq!(phase, "Succeeded", "wget {url}:\n{out}");
+    assert_eq!(phase, "Succeeded", "{url}:\n{out}");
+    let scrapes: Vec<&str> = out.split("--- scrape end").filter(|s| !s.trim().is_empty()).collect();
+    assert_eq!(scrapes.len(), 12, "{out}");
+    for scrape in &scrapes {
+        assert!(scrape.contains("# TYPE tfjob_operator_reconciles counter"), "{scrape}");
+    }
+    let leader_count = format!("training_operator_jobs_created_total{{job_namespace=\"{}\"", ns.name);
     assert!(
-        out.contains("# TYPE training_operator_jobs_created"),
-        "{url}:\n{out}"
+        scrapes.iter().any(|s| s.contains(&leader_count)),
+        "no scrape reached the leader's count of this namespace's job ({leader_count}):\n{out}"
     );
 }
 

@@ -177,7 +177,7 @@ fn ps_strategy_chief_ps_two_workers_and_an_evaluator() {
     let ns = node.namespace("ps");
     let _operator = node.operator(&ns.name, &[]);
     let shared = node.scratch.join(&ns.name);
-    let args = ["ps", "--steps", "40"];
+    let args = ["ps", "--steps", "20"];
     // Storage all tasks share, as a checkpoint directory must be: the chief asks for the
     // checkpoint, the parameter server (which holds the variables) writes it, the evaluator
     // reads it.
