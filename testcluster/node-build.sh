@@ -11,6 +11,7 @@
 # Each step's time goes to the build log ("step NAME: N s").
 
 TC_NODE_K8S_VERSION=v1.34.4
+# shellcheck disable=SC2034 # named in node-up's messages
 TC_NODE_COREDNS_VERSION=v1.15.0
 
 # The node binaries' cache directory for the current pins.
@@ -26,7 +27,8 @@ tc_node_cache_key() {
 
 # tc_node_step NAME COMMAND...: runs COMMAND, logging its wall time.
 tc_node_step() {
-  local name=$1 t=$(date +%s) rc=0
+  local name=$1 t rc=0
+  t=$(date +%s)
   shift
   echo "--- step $name: $*"
   "$@" || rc=$?

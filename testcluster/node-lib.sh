@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # settings, used by the scripts that source this file
 # The real node's settings and shared functions (node-up, node-down, node-e2e, images/build).
 # Sourced, never run: by the node scripts (first, in place of lib.sh, which it then sources,
 # after pointing the control plane's state at the node's: TESTCLUSTER_DIR is always
@@ -36,8 +36,6 @@ TC_NODE_RUN=/run/tfjob-testcluster-node
 # are unchanged); containers and sandboxes are removed from it by node-down.
 TC_NODE_STORE=${TESTCLUSTER_NODE_STORE:-$TC_CACHE/node-store}
 TC_NODE_SOCK=$TC_NODE_RUN/containerd.sock
-# The node's components in start order; node-down stops them in reverse.
-TC_NODE_COMPONENTS=(containerd kubelet kube-proxy coredns)
 
 tc_node_require_root() {
   [[ $(id -u) == 0 ]] || tc_die "the real node needs root (a bridge, network namespaces, mounts, iptables, containerd): run $(basename "$0") as root"
@@ -85,7 +83,7 @@ tc_node_control_plane_settings() {
     --kubelet-preferred-address-types InternalIP
   )
   TC_KCM_ARGS=(
-    --controllers endpoints-controller,endpointslice-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller
+    --controllers "endpoints-controller,endpointslice-controller,deployment-controller,replicaset-controller,root-ca-certificate-publisher-controller"
     --root-ca-file "$TC_DIR/pki/apiserver.crt"
   )
 }

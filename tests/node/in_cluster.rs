@@ -340,12 +340,21 @@ fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
     });
     let out = ns.kubectl(&["logs", "scrape"]);
     assert_eq!(phase, "Succeeded", "{url}:\n{out}");
-    let scrapes: Vec<&str> = out.split("--- scrape end").filter(|s| !s.trim().is_empty()).collect();
+    let scrapes: Vec<&str> = out
+        .split("--- scrape end")
+        .filter(|s| !s.trim().is_empty())
+        .collect();
     assert_eq!(scrapes.len(), 12, "{out}");
     for scrape in &scrapes {
-        assert!(scrape.contains("# TYPE tfjob_operator_reconciles counter"), "{scrape}");
+        assert!(
+            scrape.contains("# TYPE tfjob_operator_reconciles counter"),
+            "{scrape}"
+        );
     }
-    let leader_count = format!("training_operator_jobs_created_total{{job_namespace=\"{}\"", ns.name);
+    let leader_count = format!(
+        "training_operator_jobs_created_total{{job_namespace=\"{}\"",
+        ns.name
+    );
     assert!(
         scrapes.iter().any(|s| s.contains(&leader_count)),
         "no scrape reached the leader's count of this namespace's job ({leader_count}):\n{out}"

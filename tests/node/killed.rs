@@ -100,7 +100,7 @@ fn kill_worker_1(
     let mut worker0_previous = String::new();
     while killed.elapsed() < Duration::from_secs(limit) {
         let pods = ns.get(&["pods"]);
-        for i in 0..2 {
+        for (i, uid) in uids.iter().enumerate() {
             let name = format!("kill-worker-{i}");
             let pod = pods["items"]
                 .as_array()
@@ -111,7 +111,7 @@ fn kill_worker_1(
                 Some(p) => Change {
                     seconds: killed.elapsed().as_secs_f64(),
                     worker: i,
-                    recreated: p["metadata"]["uid"].as_str() != Some(uids[i].as_str()),
+                    recreated: p["metadata"]["uid"].as_str() != Some(uid.as_str()),
                     phase: p["status"]["phase"].as_str().unwrap_or("").into(),
                     restarts: p["status"]["containerStatuses"][0]["restartCount"]
                         .as_i64()
