@@ -205,3 +205,52 @@ fn kubelet_exit_codes_reasons_and_messages() {
     assert_eq!(last["reason"], "Error", "{p}");
     assert_eq!(p["status"]["phase"], "Running");
 }
+
+/// The node keeps every packet on the machine: forwarding and `route_localnet` off, the
+/// guard chain in place, and an image pull from any registry goes to 127.0.0.1:1.
+#[test]
+fn nothing_leaves_the_machine() {
+    let Some(node) = Node::here("nothing_leaves_the_machine") else {
+        return;
+    };
+    for sysctl in ["net/ipv4/ip_forward", "net/ipv4/conf/all/route_localnet"] {
+        let v = std::fs::read_to_string(format!("/proc/sys/{sysctl}")).unwrap();
+        assert_eq!(v.trim(), "0", "{sysctl}");
+    }
+    let rules = std::process::Command::new("iptables")
+        .args(["-w", "-S", "TFNODE-GUARD"])
+        .output()
+        .unwrap();
+    let rules = String::from_utf8_lossy(&rules.stdout);
+    assert!(
+        rules.contains("-s 198.18.0.0/15 -j DROP") && rules.contains("-d 198.18.0.0/15 -j DROP"),
+        "{rules}"
+    );
+    let ns = node.namespace("pulls");
+    for (name, image) in [
+        ("hub", "busybox:1.36"),
+        ("elsewhere", "registry.example.org/team/image:1"),
+    ] {
+        node.apply(&json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns.name},
+            "spec": {"terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "c", "image": image, "imagePullPolicy": "IfNotPresent"}]},
+        }));
+        let message = wait_for(&format!("{name}'s pull to fail"), 60, || {
+            let events = ns.get(&[
+                "events",
+                "--field-selector",
+                &format!("involvedObject.name={name},reason=Failed"),
+            ]);
+            events["items"].as_array()?.iter().find_map(|e| {
+                let m = e["message"].as_str()?;
+                m.starts_with("Failed to pull image").then(|| m.to_string())
+            })
+        });
+        assert!(
+            message.contains("http://127.0.0.1:1/v2/"),
+            "{name}: {message}"
+        );
+    }
+}
