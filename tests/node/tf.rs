@@ -137,6 +137,12 @@ fn mwms_two_workers_all_reduce_to_identical_weights_and_kubectl_logs_show_traini
             .find(|l| l.contains("Collective all_reduce tensors"))
             .unwrap_or_else(|| panic!("worker {i}: no collective all-reduce in its log:\n{log}"));
         assert!(line.contains("group_size = 2"), "worker {i}: {line}");
+        for l in log.lines().filter(|l| {
+            l.contains("MultiWorkerMirroredStrategy with cluster_spec")
+                || l.contains("\"strategy\"")
+        }) {
+            eprintln!("worker {i}: {l}");
+        }
         eprintln!("worker {i}: {line}");
     }
     // `kubectl logs` of worker 0 (no container named) shows the training steps.
