@@ -16,8 +16,19 @@ TC_KUEUE=${TESTCLUSTER_KUEUE:-1}
 # Components in start order (binary name = component name); `down` stops them in reverse.
 TC_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 [[ $TC_GANG == 1 ]] && TC_COMPONENTS+=(scheduler-plugins-scheduler scheduler-plugins-controller)
+# The real node (node-up) sets TESTCLUSTER_NODE=1: no kwok then (its node would take the pods),
+# and no Kueue unless asked for (the node's tests do not use it).
+TC_NODE=${TESTCLUSTER_NODE:-0}
+[[ $TC_NODE == 1 ]] && TC_KUEUE=${TESTCLUSTER_KUEUE:-0}
 [[ $TC_KUEUE == 1 ]] && TC_COMPONENTS+=(kueue)
-TC_COMPONENTS+=(kwok)
+[[ $TC_NODE == 1 ]] || TC_COMPONENTS+=(kwok)
+# What the real node changes in `up` (node-lib.sh, tc_node_control_plane_settings): where the
+# API server listens, the Service range, more tokens and flags.
+TC_API_ADDRESS=127.0.0.1
+TC_SERVICE_RANGE=10.0.0.0/24
+TC_EXTRA_TOKENS=""
+TC_APISERVER_ARGS=()
+TC_KCM_ARGS=()
 
 tc_log() { printf 'testcluster: %s\n' "$*" >&2; }
 tc_die() {

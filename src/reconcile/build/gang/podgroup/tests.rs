@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::*;
 use crate::reconcile::plan::tests::support::{gang_job as job, gang_replica as replica, plugins};

@@ -1,0 +1,219 @@
+"""TensorFlow training for the real-node tests (tests/node.rs), run in every replica of a TFJob.
+
+It reads only what the operator gives it (TF_CONFIG) and reports what TensorFlow itself says,
+as lines `TFJOB-TEST {json}` on standard output, which the tests read with `kubectl logs`:
+  tf_config   TF_CONFIG as the process received it
+  peers       (mwms, after training) the addresses TF_CONFIG's hosts resolve to
+  resolver    TFConfigClusterResolver's task type, index and cluster spec
+  strategy    the strategy's num_replicas_in_sync
+  variables   where the variables live (device strings)
+  step        a training step: its index and loss
+  done        the final weights (values and their sha256), first and last losses
+  evaluated   (evaluator) the checkpoint it evaluated and the loss on held-out data
+
+Modes (the first argument):
+  mwms        MultiWorkerMirroredStrategy; every worker trains on its own data (seeded by its
+              index), gradients are all-reduced, so every worker ends with the same weights.
+  ps          ParameterServerStrategy: the chief coordinates, workers and PS serve; the chief
+              writes checkpoints to /shared and waits for the evaluator if the job has one.
+  Options: --steps N (default 30), --step-seconds S (a pause after each step, so a test can
+  kill a worker mid-training).
+"""
+
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+
+
+def emit(event, **fields):
+    print("TFJOB-TEST " + json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+
+
+def option(name, default):
+    if name in sys.argv:
+        return type(default)(sys.argv[sys.argv.index(name) + 1])
+    return default
+
+
+MODE = sys.argv[1]
+STEPS = option("--steps", 30)
+STEP_SECONDS = option("--step-seconds", 0.0)
+
+tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+emit("tf_config", tf_config=tf_config, hostname=socket.gethostname())
+
+
+def resolve_peers():
+    """The addresses TF_CONFIG's hosts resolve to (a pod's own name resolves only once the
+    pod is ready, so this is asked after training, when every peer runs)."""
+    resolved = {}
+    for addresses in tf_config.get("cluster", {}).values():
+        for address in addresses:
+            host = address.rsplit(":", 1)[0]
+            try:
+                resolved[host] = sorted({a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)})
+            except OSError as e:
+                resolved[host] = "unresolved: %s" % e
+    return resolved
+
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# TF's own INFO lines (e.g. "Collective all_reduce tensors: ... group_size = 2") go to stderr.
+tf.get_logger().setLevel("INFO")
+
+resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+emit(
+    "resolver",
+    task_type=resolver.task_type,
+    task_id=resolver.task_id,
+    cluster=resolver.cluster_spec().as_dict(),
+    tf_version=tf.__version__,
+)
+
+TRUE_W = np.array([[1.0], [-2.0], [3.0], [0.5]], dtype=np.float32)
+
+
+def data(seed, n=64):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    y = x @ TRUE_W + 0.25 + rng.normal(scale=0.01, size=(n, 1)).astype(np.float32)
+    return x, y
+
+
+def weights_report(w, b):
+    values = np.concatenate([w.numpy().ravel(), b.numpy().ravel()]).astype(np.float32)
+    return {
+        "weights": [float(v) for v in values],
+        "weights_sha256": hashlib.sha256(values.tobytes()).hexdigest(),
+    }
+
+
+def run_mwms():
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    emit("strategy", kind="MultiWorkerMirroredStrategy", num_replicas_in_sync=strategy.num_replicas_in_sync)
+    with strategy.scope():
+        w = tf.Variable(tf.zeros([4, 1]), aggregation=tf.VariableAggregation.MEAN, name="w")
+        b = tf.Variable(tf.zeros([1]), aggregation=tf.VariableAggregation.MEAN, name="b")
+    emit("variables", devices=[w.device, b.device])
+    # Each worker's own data: without the all-reduce their weights would differ.
+    x, y = data(100 + resolver.task_id)
+
+    @tf.function
+    def train_step(x, y):
+        def replica_fn(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+            gw, gb = tape.gradient(loss, [w, b])
+            ctx = tf.distribute.get_replica_context()
+            gw, gb = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, [gw, gb])
+            w.assign_sub(0.1 * gw)
+            b.assign_sub(0.1 * gb)
+            return loss
+
+        losses = strategy.run(replica_fn, args=(x, y))
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+
+    losses = []
+    for step in range(STEPS):
+        loss = float(train_step(tf.constant(x), tf.constant(y)))
+        losses.append(loss)
+        emit("step", step=step, loss=loss)
+        if STEP_SECONDS:
+            time.sleep(STEP_SECONDS)
+    emit("peers", resolved=resolve_peers())
+    emit("done", loss_first=losses[0], loss_last=losses[-1], steps=len(losses), **weights_report(w, b))
+
+
+def run_ps():
+    if resolver.task_type in ("worker", "ps"):
+        server = tf.distribute.Server(
+            resolver.cluster_spec(),
+            job_name=resolver.task_type,
+            task_index=resolver.task_id,
+            protocol=resolver.rpc_layer or "grpc",
+            start=True,
+        )
+        emit("server", target=server.target)
+        server.join()
+        return
+    if resolver.task_type == "evaluator":
+        return run_evaluator()
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    emit("strategy", kind="ParameterServerStrategy", num_workers=getattr(strategy.extended, "_num_workers", None),
+         num_ps=getattr(strategy.extended, "_num_ps", None))
+    with strategy.scope():
+        w = tf.Variable(tf.zeros([4, 1]), name="w")
+        b = tf.Variable(tf.zeros([1]), name="b")
+    emit("variables", devices=[w.device, b.device])
+    x, y = data(7, n=256)
+
+    def dataset_fn():
+        return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(256, seed=1).batch(32).repeat()
+
+    per_worker = iter(coordinator.create_per_worker_dataset(dataset_fn))
+
+    @tf.function
+    def step_fn(iterator):
+        def replica_fn(bx, by):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(bx, w) + b - by))
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(0.1 * gw)
+            b.assign_sub(0.1 * gb)
+            return loss
+
+        bx, by = next(iterator)
+        return strategy.run(replica_fn, args=(bx, by))
+
+    losses = []
+    for step in range(STEPS):
+        loss = float(coordinator.schedule(step_fn, args=(per_worker,)).fetch())
+        losses.append(loss)
+        emit("step", step=step, loss=loss)
+    coordinator.join()
+    report = weights_report(w, b)
+    evaluator = "evaluator" in resolver.cluster_spec().as_dict()
+    if evaluator:
+        checkpoint = tf.train.Checkpoint(w=w, b=b).write("/shared/final")
+        emit("checkpoint", path=checkpoint)
+        deadline = time.time() + 120
+        while not os.path.exists("/shared/evaluated") and time.time() < deadline:
+            time.sleep(0.5)
+    emit("done", loss_first=losses[0], loss_last=losses[-1], steps=len(losses), **report)
+
+
+def run_evaluator():
+    # A sidecar evaluator: TF_CONFIG names it (task type "evaluator"); it trains nothing and
+    # reads the chief's checkpoint from the shared volume. It serves too: Kubeflow's TF_CONFIG
+    # lists the evaluator in `cluster`, and ParameterServerStrategy's coordinator connects to
+    # every task there, so without a server here the chief waits for it for ever (TF 2.21).
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name="evaluator",
+        task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    emit("server", target=server.target)
+    w = tf.Variable(tf.zeros([4, 1]), name="w")
+    b = tf.Variable(tf.zeros([1]), name="b")
+    deadline = time.time() + 180
+    while not tf.io.gfile.exists("/shared/final.index"):
+        if time.time() > deadline:
+            emit("evaluated", error="no checkpoint after 180 s")
+            sys.exit(1)
+        time.sleep(0.5)
+    tf.train.Checkpoint(w=w, b=b).read("/shared/final").expect_partial()
+    x, y = data(999, n=256)
+    loss = float(tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y)))
+    emit("evaluated", checkpoint="/shared/final", loss=loss, **weights_report(w, b))
+    open("/shared/evaluated", "w").close()
+
+
+{"mwms": run_mwms, "ps": run_ps}[MODE]()
