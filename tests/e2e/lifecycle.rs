@@ -370,7 +370,10 @@ async fn suspending_a_running_job_deletes_its_children_and_resume_uses_the_edite
         restarted >= before_resume,
         "startTime {restarted} not reset on resume"
     );
-    // Finished workers keep their (recreated) services under the default cleanPodPolicy.
+    // The running PS goes with its service under the default cleanPodPolicy (on the pass after
+    // the one that concluded); finished workers keep their (recreated) services.
+    c.until_gone(&c.services(), "sr-ps-0", "PS service deleted")
+        .await;
     assert_eq!(c.service_names("sr").await, ["sr-worker-0", "sr-worker-1"]);
     assert_eq!(event_count(&c, "sr", "TFJobSuspended").await, 1);
     assert_eq!(event_count(&c, "sr", "TFJobResumed").await, 1);
