@@ -462,12 +462,11 @@ fn worker_killed_mid_training_restart_policy_exit_code() {
         "{}",
         o.summary()
     );
+    // Kubeflow's words for a permanent exit code under ExitCode.
     let failed = condition(&o.job, "Failed").unwrap();
-    assert!(
-        failed["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("has failed because 1 Worker replica(s) failed."),
+    assert_eq!(
+        failed["message"],
+        "job \"kill\" is failing because \"Worker\" replica(s) failed.",
         "{failed}"
     );
     assert_eq!(
