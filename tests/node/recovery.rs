@@ -20,6 +20,9 @@ use crate::cluster::{Namespace, Node, Replica, condition, finished, tf_job, wait
 const JOB: &str = "resume";
 /// The step of worker 1 at (or just after) which the fault hits.
 const FAULT_STEP: i64 = 5;
+/// Steps per run: enough that a deleted pod, which trains on through its 2 s grace period
+/// (TensorFlow ignores SIGTERM), leaves some to resume.
+const STEPS: i64 = 18;
 const ANNOTATION: &str = "tfjob-operator.dev/restart-scope";
 const ATTEMPT_LABEL: &str = "tfjob-operator.dev/restart-attempt";
 
@@ -206,10 +209,11 @@ fn fault_run(
     let _ = std::fs::remove_dir_all(&shared.0);
     std::fs::create_dir_all(&shared.0).unwrap();
     let reports = shared.0.join("reports.jsonl");
+    let steps = STEPS.to_string();
     let mut args = vec![
         "mwms",
         "--steps",
-        "14",
+        &steps,
         "--step-seconds",
         "0.3",
         "--checkpoint",
@@ -473,7 +477,7 @@ impl Outcome {
             "attempt 1 resumed at step {start}, before the fault's step: {s}"
         );
         for r in &new {
-            assert_eq!(r.steps, (start..14).collect::<Vec<_>>(), "{s}");
+            assert_eq!(r.steps, (start..STEPS).collect::<Vec<_>>(), "{s}");
         }
         let resumed = self.resumed_after();
         eprintln!("resumed training (step {start}) {resumed:.1} s after the fault");
@@ -547,8 +551,10 @@ fn job_restart_worker_deleted_exit_code() {
 }
 
 /// Exit 1 under OnFailure without the annotation (today): the kubelet restarts worker 1 in
-/// place, worker 0's TensorFlow then fails too (its peer is gone) and restarts in place; the
-/// operator recreates nothing and counts both restarts; the job succeeds.
+/// place, worker 0's TensorFlow then fails too (its peer is gone; TF notices when its
+/// collective times out) and restarts in place; the operator recreates nothing and counts
+/// both restarts; both new runs restore the checkpoint and the job succeeds. (Without a
+/// checkpoint both would train from step 0 again, as `killed` once recorded.)
 #[test]
 fn worker_exits_1_on_failure_without_job_restart() {
     let test = "worker_exits_1_on_failure_without_job_restart";
@@ -575,6 +581,14 @@ fn worker_exits_1_on_failure_without_job_restart() {
         "{s}"
     );
     assert!(o.job["status"]["restartAttempt"].is_null(), "{s}");
+    let new = o.new_runs();
+    assert_eq!(new.len(), 2, "one new run per worker: {s}");
+    let starts: Vec<Option<i64>> = new.iter().map(|r| r.start).collect();
+    assert!(
+        starts[0] == starts[1] && starts[0] >= Some(FAULT_STEP),
+        "both restored the checkpoint: {s}"
+    );
+    assert!(new.iter().all(|r| r.done), "{s}");
     eprintln!(
         "{test}: training resumed {:.1} s after the fault",
         o.resumed_after()
