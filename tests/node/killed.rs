@@ -416,8 +416,7 @@ fn worker_killed_mid_training_restart_policy_exit_code() {
     // Kubeflow's words for a permanent exit code under ExitCode.
     let failed = condition(&o.job, "Failed").unwrap();
     assert_eq!(
-        failed["message"],
-        "job \"kill\" is failing because \"Worker\" replica(s) failed.",
+        failed["message"], "job \"kill\" is failing because \"Worker\" replica(s) failed.",
         "{failed}"
     );
     assert_eq!(

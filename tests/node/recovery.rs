@@ -433,9 +433,11 @@ impl Outcome {
         assert_eq!(self.end, Some("Succeeded"), "{s}");
         assert_eq!(self.job["status"]["restartAttempt"], 1, "{s}");
         assert!(
-            self.restarting.iter().any(|m| m.contains("pod resume-worker-1")
-                && m.contains(words)
-                && m.contains("every pod restarts as attempt 1")),
+            self.restarting
+                .iter()
+                .any(|m| m.contains("pod resume-worker-1")
+                    && m.contains(words)
+                    && m.contains("every pod restarts as attempt 1")),
             "no Restarting condition naming resume-worker-1 and '{words}': {s}"
         );
         assert_eq!(self.pods.len(), 2, "{s}");
@@ -687,7 +689,10 @@ fn missing_image_stuck_then_startup_deadline() {
             || message.starts_with(&format!("{prefix}ImagePullBackOff: ")),
         "{message}"
     );
-    assert!(message.contains("127.0.0.1:1/tfjob-missing:v1"), "{message}");
+    assert!(
+        message.contains("127.0.0.1:1/tfjob-missing:v1"),
+        "{message}"
+    );
     let failed = condition(&job, "Failed").unwrap();
     assert_eq!(failed["reason"], "TFJobFailed", "{failed}");
     assert!(
