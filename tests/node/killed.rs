@@ -1,6 +1,7 @@
 //! A worker killed mid-training (SIGKILL to its TensorFlow process, as the OOM killer or a
-//! crash would), under each restartPolicy, for jobs without any opt-in annotation: what
-//! happens today. This is the baseline that whole-job restart will be measured against.
+//! crash would), under Never, Always and ExitCode, for jobs without any opt-in annotation:
+//! what happens today; the baseline `recovery.rs` measures whole-job restart against (it has
+//! OnFailure's in-place restarts).
 
 use std::time::{Duration, Instant};
 
