@@ -230,6 +230,8 @@ fn fault_run(
     if scope_job {
         job["metadata"]["annotations"] = json!({ANNOTATION: "Job"});
     }
+    // The job succeeds when worker 0 does: worker 1, a moment behind, keeps its pod.
+    job["spec"]["runPolicy"] = json!({"cleanPodPolicy": "None"});
     node.apply(&job);
     let watch = Watch::start(node, ns, node.scratch.join(format!("{}-watch", ns.name)));
 
@@ -304,6 +306,9 @@ fn fault_run(
         std::thread::sleep(Duration::from_millis(300));
     }
     let seconds = since(now());
+    if end == Some("Succeeded") {
+        ns.wait_pods_finished(60);
+    }
     let pods = ns.get(&["pods"])["items"]
         .as_array()
         .unwrap()
