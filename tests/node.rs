@@ -9,7 +9,11 @@
 //! - `in_cluster`: the operator as its users run it, `kubectl apply -k config/default` with the
 //!   image built from the Dockerfile.
 //! - `image`: that image is the Dockerfile's runtime stage; `config/` names it.
-//! - `killed`: a worker killed mid-training under each restartPolicy (today's outcome).
+//! - `killed`: a worker killed mid-training under Never, Always and ExitCode (today's outcome;
+//!   OnFailure's in-place restarts are in `recovery`).
+//! - `recovery`: whole-job restart (`tfjob-operator.dev/restart-scope: Job`) with real
+//!   TensorFlow checkpointing and resuming, against today's outcome; a job stuck pulling its
+//!   image, failed by its startup deadline.
 //! - `kubelet`: what the real kubelet writes for deleted, killed, OOM-killed and failed
 //!   containers (what the simulator should match).
 //!
@@ -25,5 +29,7 @@ mod in_cluster;
 mod killed;
 #[path = "node/kubelet.rs"]
 mod kubelet;
+#[path = "node/recovery.rs"]
+mod recovery;
 #[path = "node/tf.rs"]
 mod tf;

@@ -264,6 +264,18 @@ impl Namespace<'_> {
         }
     }
 
+    /// Waits until every pod of the namespace is Succeeded or Failed (panics after LIMIT s).
+    pub fn wait_pods_finished(&self, limit: u64) {
+        wait_for("every pod finished", limit, || {
+            let pods = self.get(&["pods"]);
+            pods["items"]
+                .as_array()?
+                .iter()
+                .all(|p| matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+                .then_some(())
+        });
+    }
+
     /// `kubectl logs POD` (the `tensorflow` container; `previous`: its run before the last
     /// restart).
     pub fn logs(&self, pod: &str, previous: bool) -> String {

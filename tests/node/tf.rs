@@ -43,7 +43,11 @@ fn mwms_job(
 ) -> Vec<String> {
     let mut worker = Replica::new("Worker", 2, "Never", &["mwms", "--steps", "20"]);
     worker.port = port;
-    node.apply(&tf_job(node, &ns.name, job, &[worker]));
+    let mut object = tf_job(node, &ns.name, job, &[worker]);
+    // The job succeeds when worker 0 does; worker 1, a moment behind, must keep its pod (and
+    // log) rather than be deleted as still running (cleanPodPolicy Running, seen under load).
+    object["spec"]["runPolicy"] = json!({"cleanPodPolicy": "None"});
+    node.apply(&object);
     let done = ns.wait_finished(job, 240);
     assert_eq!(
         finished(&done),
@@ -52,6 +56,7 @@ fn mwms_job(
         done["status"],
         ns.describe()
     );
+    ns.wait_pods_finished(60);
 
     let want_cluster = cluster_addresses(
         &ns.name,

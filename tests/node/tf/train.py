@@ -18,6 +18,16 @@ Modes (the first argument):
               writes checkpoints to /shared and waits for the evaluator if the job has one.
   Options: --steps N (default 30), --step-seconds S (a pause after each step, so a test can
   kill a worker mid-training).
+  mwms only, for recovery tests (tests/node/recovery.rs), all on a directory DIR shared by the
+  job's pods (a hostPath: they run on the one node):
+  --checkpoint DIR  checkpoint every step (tf.train.CheckpointManager: worker 0 into DIR, the
+              others into DIR/worker-<i>, as TensorFlow's multi-worker guide does) and restore
+              from DIR's latest checkpoint at start; reports `start` with the step it starts
+              from (0, or the restored one).
+  --reports FILE  also append every report, with this process's run id, task index and
+              wall-clock time, to FILE: the reports of pods already deleted stay readable.
+  --exit-at K  worker 1 exits with code 1 after step K, only on its first run (a marker file
+              next to FILE says it has).
 """
 
 import hashlib
@@ -26,10 +36,6 @@ import os
 import socket
 import sys
 import time
-
-
-def emit(event, **fields):
-    print("TFJOB-TEST " + json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
 
 
 def option(name, default):
@@ -41,8 +47,26 @@ def option(name, default):
 MODE = sys.argv[1]
 STEPS = option("--steps", 30)
 STEP_SECONDS = option("--step-seconds", 0.0)
+CHECKPOINT = option("--checkpoint", "")
+REPORTS = option("--reports", "")
+EXIT_AT = option("--exit-at", -1)
 
 tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+TASK = tf_config.get("task", {}).get("index", 0)
+# This process among every run of every pod of the job (pods of a restart keep their names).
+RUN = "%s-%d-%d" % (socket.gethostname(), os.getpid(), time.time_ns())
+
+
+def emit(event, **fields):
+    report = {"event": event, **fields}
+    print("TFJOB-TEST " + json.dumps(report, sort_keys=True), flush=True)
+    if REPORTS:
+        report.update(run=RUN, task=TASK, time=time.time())
+        # One short write in append mode: lines of concurrent writers do not interleave.
+        with open(REPORTS, "a") as f:
+            f.write(json.dumps(report, sort_keys=True) + "\n")
+
+
 emit("tf_config", tf_config=tf_config, hostname=socket.gethostname())
 
 
@@ -118,15 +142,42 @@ def run_mwms():
         losses = strategy.run(replica_fn, args=(x, y))
         return strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
 
+    start, save = 0, None
+    if CHECKPOINT:
+        # The next step to run, saved with the weights.
+        next_step = tf.Variable(0, dtype=tf.int64, name="next_step")
+        checkpoint = tf.train.Checkpoint(w=w, b=b, next_step=next_step)
+        latest = tf.train.latest_checkpoint(CHECKPOINT)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            start = int(next_step.numpy())
+        # Every worker saves (saving may take part in collectives); only worker 0's copy is read.
+        directory = CHECKPOINT if TASK == 0 else os.path.join(CHECKPOINT, "worker-%d" % TASK)
+        manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+
+        def save(step):
+            next_step.assign(step + 1)
+            manager.save()
+
+        emit("start", step=start, checkpoint=latest)
+    marker = os.path.join(os.path.dirname(REPORTS) or ".", "exited")
+
     losses = []
-    for step in range(STEPS):
+    for step in range(start, STEPS):
         loss = float(train_step(tf.constant(x), tf.constant(y)))
         losses.append(loss)
         emit("step", step=step, loss=loss)
+        if save:
+            save(step)
+        if step == EXIT_AT and TASK == 1 and not os.path.exists(marker):
+            open(marker, "w").close()
+            emit("exit", step=step, code=1)
+            os._exit(1)
         if STEP_SECONDS:
             time.sleep(STEP_SECONDS)
     emit("peers", resolved=resolve_peers())
-    emit("done", loss_first=losses[0], loss_last=losses[-1], steps=len(losses), **weights_report(w, b))
+    emit("done", loss_first=losses[0] if losses else None, loss_last=losses[-1] if losses else None,
+         steps=len(losses), **weights_report(w, b))
 
 
 def run_ps():
