@@ -40,6 +40,14 @@ pub(crate) fn host_ip(node: &str) -> String {
     format!("172.18.0.{}", u16::from(n) + 2)
 }
 
+/// The log of a simulated container: one line saying so (what `pods/log` serves, and the tail
+/// the kubelet copies to `terminated.message` under `FallbackToLogsOnError`).
+pub fn sim_log(ns: &str, pod: &str, container: &str) -> String {
+    format!(
+        "tfjob-sim: pod {ns}/{pod} container {container:?} ran in the simulator (no real logs)\n"
+    )
+}
+
 /// The pod's QoS class from its containers' requests and limits.
 pub(crate) fn qos_class(pod: &Value) -> &'static str {
     let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
