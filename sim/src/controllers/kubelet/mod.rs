@@ -28,7 +28,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use status::{
-    completed_init_container, condition, hex_id, host_ip, image_id, never_start_message, qos_class,
+    completed_init_container, condition, hex_id, image_id, never_start_message, qos_class,
     waiting_container,
 };
 
@@ -84,7 +84,8 @@ fn is_terminal(phase: &str) -> bool {
     matches!(phase, "Succeeded" | "Failed")
 }
 
-/// Advances `pod` (already bound to `node`, with `pod_ip` allocated) to its state at `now`,
+/// Advances `pod` (already bound to the node of `host_ip`, its InternalIP, with `pod_ip`
+/// allocated) to its state at `now`,
 /// recording container restarts in `backoff`. A pod whose containers have all ended for good
 /// keeps its phase for `phase_lag` after the last end (the real kubelet writes the terminal
 /// phase about 1 s after the `terminated` state).
@@ -92,7 +93,7 @@ pub fn step(
     pod: &Value,
     script: &Script,
     backoff: &mut CrashBackoff,
-    node: &str,
+    host_ip: &str,
     pod_ip: &str,
     phase_lag: Duration,
     now: Timestamp,
@@ -104,7 +105,7 @@ pub fn step(
     let mut status = if old.get("startTime").is_some() {
         old.clone()
     } else {
-        initial_status(pod, script, node, pod_ip, now)
+        initial_status(pod, script, host_ip, pod_ip, now)
     };
     let start_time = time_at(&status["startTime"]).unwrap_or(now);
     let evicting = script.evict && running_ends(&status).is_some_and(|end| end <= now);
@@ -210,15 +211,19 @@ fn last_end(status: &Value) -> Option<Timestamp> {
         .max()
 }
 
-/// The pod reaches its terminal `phase`; its final status keeps `restartCount` but no
-/// `lastState` (measured on the real kubelet).
+/// The pod reaches its terminal `phase`; a container that ended keeps `restartCount` but no
+/// `lastState` (measured on the real kubelet). One deleted while waiting in a back-off keeps
+/// its `lastState`: its only exit code (not measured).
 fn finish_pod(status: &mut Value, phase: &str) {
     status["phase"] = json!(phase);
     if let Some(list) = status
         .get_mut("containerStatuses")
         .and_then(Value::as_array_mut)
     {
-        for cs in list {
+        for cs in list
+            .iter_mut()
+            .filter(|cs| cs["state"]["terminated"].is_object())
+        {
             cs["lastState"] = json!({});
         }
     }
@@ -265,7 +270,7 @@ impl Ctx<'_> {
     }
 }
 
-fn initial_status(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: Timestamp) -> Value {
+fn initial_status(pod: &Value, script: &Script, host: &str, pod_ip: &str, now: Timestamp) -> Value {
     let containers = pod
         .pointer("/spec/containers")
         .and_then(Value::as_array)
@@ -290,7 +295,6 @@ fn initial_status(pod: &Value, script: &Script, node: &str, pod_ip: &str, now: T
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let host = host_ip(node);
     let mut status = json!({
         "phase": "Pending",
         "hostIP": host, "hostIPs": [{"ip": host}],

@@ -42,7 +42,15 @@ fn drive_with(pod: &mut Value, backoff: &mut CrashBackoff, times: &[f64]) -> Ste
     let script = Script::from_pod(pod).unwrap_or_default();
     let mut last = Step::idle();
     for t in times {
-        last = step(pod, &script, backoff, "node-a", "10.244.0.5", LAG, at(*t));
+        last = step(
+            pod,
+            &script,
+            backoff,
+            "198.19.0.10",
+            "10.244.0.5",
+            LAG,
+            at(*t),
+        );
         if let Some(s) = &last.status {
             pod["status"] = s.clone();
         }
@@ -154,10 +162,10 @@ fn scheduled_then_running_with_the_kubelets_status_shape() {
         (s["podIP"].clone(), s["podIPs"].clone()),
         (json!("10.244.0.5"), json!([{"ip": "10.244.0.5"}]))
     );
-    assert!(
-        s["hostIP"]
-            .as_str()
-            .is_some_and(|ip| ip.starts_with("172.18.0."))
+    assert_eq!(
+        (s["hostIP"].clone(), s["hostIPs"].clone()),
+        (json!("198.19.0.10"), json!([{"ip": "198.19.0.10"}])),
+        "the node's InternalIP (item 9 of testcluster/README.md)"
     );
     assert_eq!(s["startTime"], json!(at(0.0).to_string()));
     assert_eq!(s["qosClass"], "BestEffort");
@@ -603,6 +611,26 @@ fn item1_a_deleted_pods_containers_and_phase_end_in_one_status() {
         0
     );
 
+    // Deleted while waiting in a back-off: nothing to stop, the pod fails, and the container
+    // keeps its last exit (its only exit code).
+    let mut crashing = pod(
+        "OnFailure",
+        &["tensorflow"],
+        json!({"sim.tfjob.dev/exit-code": "3"}),
+    );
+    drive(&mut crashing, &[0.0, 1.0, 1.0, 2.0, 2.0, 2.09]);
+    assert_eq!(
+        container(&crashing, "tensorflow")["state"]["waiting"]["reason"],
+        "CrashLoopBackOff"
+    );
+    let step = kill(&crashing, &Script::default(), at(2.095));
+    assert_eq!(step.events, []);
+    let status = step.status.expect("status");
+    assert_eq!(status["phase"], "Failed");
+    let cs = &status["containerStatuses"][0];
+    assert_eq!(cs["state"]["waiting"]["reason"], "CrashLoopBackOff");
+    assert_eq!(cs["lastState"]["terminated"]["exitCode"], 3);
+
     // Nothing to end: a finished pod, and one the kubelet never ran.
     let mut finished = pod("Never", &["tensorflow"], json!({}));
     drive(&mut finished, &[0.0, 1.0, 1.5]);
@@ -694,7 +722,15 @@ fn item8_the_kubelets_events() {
     ];
     let script = Script::from_pod(&p).unwrap_or_default();
     let mut events_at = |p: &mut Value, t: f64| {
-        let s = step(p, &script, &mut backoff, "node-a", "10.244.0.5", LAG, at(t));
+        let s = step(
+            p,
+            &script,
+            &mut backoff,
+            "198.19.0.10",
+            "10.244.0.5",
+            LAG,
+            at(t),
+        );
         if let Some(status) = &s.status {
             p["status"] = status.clone();
         }

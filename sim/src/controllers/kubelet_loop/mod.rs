@@ -331,22 +331,19 @@ impl Loop {
                 format!("10.244.{}.{}", self.next_ip / 250, self.next_ip % 250 + 1)
             }
         };
+        // hostIP is the node's InternalIP, as on a real node.
+        let host = node_ip(&self.opts.nodes, &node);
         let step = kubelet::step(
             &effective,
             &script,
             &mut self.backoff,
-            &node,
+            &host,
             &ip,
             self.opts.phase_lag,
             now,
         );
         self.record(&pod, &step.events);
-        if let Some(mut status) = step.status {
-            if status["hostIP"].is_null() && !status["podIP"].is_null() {
-                let host = node_ip(&self.opts.nodes, &node);
-                status["hostIP"] = json!(host);
-                status["hostIPs"] = json!([{"ip": host}]);
-            }
+        if let Some(status) = step.status {
             let _ = self.write(&pod, Sub::Status, |p| p["status"] = status);
         }
         step.next_at
