@@ -38,6 +38,10 @@ use controllers::kubelet_loop::{self, Control, LoopOptions};
 use controllers::{gc, kubelet};
 use store::{Store, StoreOptions, WriteOptions};
 
+/// The real kubelet's delay between a container's `terminated` status and the pod's terminal
+/// phase (measured on v1.34).
+pub const DEFAULT_PHASE_LAG: Duration = Duration::from_secs(1);
+
 /// How to start the simulator.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -59,6 +63,10 @@ pub struct Options {
     /// immediate, later ones wait `initial` doubling up to `max`; default the real kubelet's
     /// (10 s, 300 s).
     pub crash_loop_backoff: (Duration, Duration),
+    /// How long after its containers' end a pod's terminal phase (Succeeded/Failed) is
+    /// written: the status with the `terminated` states comes first, phase still Running, as
+    /// on a real node (measured ~1 s, the default).
+    pub phase_lag: Duration,
 }
 
 impl Default for Options {
@@ -75,6 +83,7 @@ impl Default for Options {
                 kubelet::backoff::DEFAULT_INITIAL,
                 kubelet::backoff::DEFAULT_MAX,
             ),
+            phase_lag: DEFAULT_PHASE_LAG,
         }
     }
 }
@@ -160,6 +169,7 @@ impl Sim {
                 nodes: nodes.clone(),
                 fast_deletion: opts.fast_deletion,
                 crash_loop_backoff: opts.crash_loop_backoff,
+                phase_lag: opts.phase_lag,
             };
             tokio::spawn(kubelet_loop::run(store.clone(), control.clone(), lo, rx));
         }

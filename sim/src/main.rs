@@ -1,5 +1,5 @@
 //! `tfjob-sim [--port N] [--kubeconfig PATH] [--nodes N] [--slow-deletion]
-//! [--crash-loop-backoff INITIAL[,MAX]]`: run the simulator until Ctrl-C, writing a kubeconfig
+//! [--crash-loop-backoff INITIAL[,MAX]] [--phase-lag DURATION]`: run the simulator until Ctrl-C, writing a kubeconfig
 //! for kubectl (I/O: the network, a file).
 #![forbid(unsafe_code)]
 
@@ -10,7 +10,7 @@ use tfjob_sim::{Options, Sim};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tfjob-sim [--port N] [--kubeconfig PATH] [--nodes N] [--slow-deletion] [--crash-loop-backoff INITIAL[,MAX]]\n  durations like 100ms, 10s, 5m (default 10s,300s: the real kubelet's)"
+        "usage: tfjob-sim [--port N] [--kubeconfig PATH] [--nodes N] [--slow-deletion] [--crash-loop-backoff INITIAL[,MAX]] [--phase-lag D]\n  durations like 100ms, 10s, 5m (back-off default 10s,300s, phase lag 1s: the real kubelet's)"
     );
     std::process::exit(2)
 }
@@ -41,6 +41,12 @@ fn parse_args() -> (Options, PathBuf) {
                 opts.crash_loop_backoff = args
                     .next()
                     .and_then(|a| parse_backoff(&a))
+                    .unwrap_or_else(|| usage())
+            }
+            "--phase-lag" => {
+                opts.phase_lag = args
+                    .next()
+                    .and_then(|a| parse_duration(&a))
                     .unwrap_or_else(|| usage())
             }
             _ => usage(),

@@ -7,6 +7,7 @@ use super::field_validation::{self, Directive};
 use super::respond::{self, Body};
 use super::route::ResourcePath;
 use super::target::{Filter, Req, TableRequest, Target, parse_json};
+use crate::controllers::kubelet;
 use crate::store::{ApiError, Conversion, DeleteOptions, Deleted, meta};
 
 fn resolve(req: &Req<'_>, p: ResourcePath) -> Result<Target, ApiError> {
@@ -277,14 +278,7 @@ fn delete_collection(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErr
 
 fn pod_log(req: &Req<'_>, t: &Target) -> Response<Body> {
     let container = req.query.get("container").unwrap_or("");
-    respond::text(
-        200,
-        format!(
-            "tfjob-sim: pod {}/{} container {container:?} ran in the simulator (no real logs)\n",
-            t.ns,
-            t.name()
-        ),
-    )
+    respond::text(200, kubelet::sim_log(&t.ns, t.name(), container))
 }
 
 fn evict(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {

@@ -564,29 +564,125 @@ async fn the_default_back_off_is_the_real_kubelets_ten_seconds() {
     );
     p.spec.as_mut().expect("spec").restart_policy = Some("Always".into());
     pods.create(&PostParams::default(), &p).await.expect("pod");
-    let waiting = eventually(10, "CrashLoopBackOff", || async {
+    // Item 6 of testcluster/README.md: the second exit stays `terminated` for most of the
+    // 10 s back-off (9 s here), then `CrashLoopBackOff` until the restart.
+    let waiting = eventually(15, "CrashLoopBackOff", || async {
         let pod = pods.get("slowcrash").await.ok()?;
         let cs = pod.status?.container_statuses?.into_iter().next()?;
         let w = cs.state?.waiting?;
-        (w.reason.as_deref() == Some("CrashLoopBackOff")).then_some((cs.restart_count, w.message))
+        let exited = cs.last_state?.terminated?.finished_at?.0;
+        (w.reason.as_deref() == Some("CrashLoopBackOff")).then_some((
+            cs.restart_count,
+            w.message,
+            exited,
+        ))
     })
     .await;
     assert_eq!(waiting.0, 1, "the first restart is immediate");
     assert!(waiting.1.is_some_and(|m| {
         m.starts_with("back-off 10s restarting failed container=main pod=slowcrash_default(")
     }));
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let shown = jiff::Timestamp::now().duration_since(waiting.2);
+    assert!(
+        shown >= jiff::SignedDuration::from_secs(8),
+        "terminated for {shown:?} before CrashLoopBackOff"
+    );
+    // (the restart follows 1 s after CrashLoopBackOff appears, and may already have)
     let history = container_history(&sim, "slowcrash").await;
-    assert_eq!(
-        history.iter().filter(|s| s.starts_with("running")).count(),
-        2,
+    let want = [
+        "running#0",
+        "terminated:Error#0",
+        "running#1",
+        "terminated:Error#1",
+    ];
+    assert_eq!(history[..4], want, "{history:?}");
+    assert!(
+        history[4].starts_with("waiting:back-off 10s"),
         "{history:?}"
     );
+}
+
+/// Items 7 and 8 of testcluster/README.md ("The real kubelet and `sim/`"): the binding writes
+/// `nodeName` and `PodScheduled` alone (a MODIFIED without container statuses) before the
+/// kubelet's first status, which keeps that condition's time; the kubelet records `Pulled`,
+/// `Created`, `Started` and, on deletion, `Killing`, in the real kubelet's words.
+#[tokio::test]
+async fn item7_8_the_binding_brings_pod_scheduled_and_the_kubelet_records_its_events() {
+    let (sim, client) = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(
+        &PostParams::default(),
+        &pod("ev", json!({"sim.tfjob.dev/run-seconds": "60"})),
+    )
+    .await
+    .expect("create");
+    phase_of(&pods, "ev", "Running").await;
+    pods.delete("ev", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually(5, "pod removed", || async {
+        matches!(pods.get_opt("ev").await, Ok(None)).then_some(())
+    })
+    .await;
+
+    let path = "/api/v1/namespaces/default/pods?watch=true&resourceVersion=1&timeoutSeconds=1";
+    let r = raw_get(&sim.url(), path).await;
+    let seen: Vec<serde_json::Value> = watch_events(&r.body)
+        .into_iter()
+        .filter(|e| e["object"]["metadata"]["name"] == "ev")
+        .map(|e| e["object"].clone())
+        .collect();
+    let bound = &seen[1];
+    assert!(bound["spec"]["nodeName"].is_string(), "{bound}");
+    let conditions = bound["status"]["conditions"]
+        .as_array()
+        .expect("conditions");
+    assert_eq!(conditions.len(), 1, "{bound}");
     assert_eq!(
-        history
-            .last()
-            .map(|s| s.starts_with("waiting:back-off 10s")),
-        Some(true),
-        "{history:?}"
+        (&conditions[0]["type"], &conditions[0]["status"]),
+        (&json!("PodScheduled"), &json!("True"))
     );
+    assert!(bound["status"]["containerStatuses"].is_null(), "{bound}");
+    let kubelet_first = &seen[2];
+    let scheduled = kubelet_first["status"]["conditions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["type"] == "PodScheduled"))
+        .expect("PodScheduled kept");
+    assert_eq!(
+        scheduled["lastTransitionTime"],
+        conditions[0]["lastTransitionTime"]
+    );
+
+    let r = raw_get(&sim.url(), "/api/v1/namespaces/default/events").await;
+    // The list is by name; the order of recording is the resourceVersions'.
+    let mut items = r.json()["items"].as_array().cloned().unwrap_or_default();
+    items.sort_by_key(|e| {
+        e["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    let events: Vec<(String, String, String)> = items
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == "ev")
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (s("type"), s("reason"), s("message"))
+        })
+        .collect();
+    let node = bound["spec"]["nodeName"].as_str().unwrap_or_default();
+    let ev = |r: &str, m: &str| ("Normal".to_string(), r.to_string(), m.to_string());
+    let want = [
+        ev(
+            "Scheduled",
+            &format!("Successfully assigned default/ev to {node}"),
+        ),
+        ev(
+            "Pulled",
+            "Container image \"img\" already present on machine",
+        ),
+        ev("Created", "Created container: main"),
+        ev("Started", "Started container main"),
+        ev("Killing", "Stopping container main"),
+    ];
+    assert_eq!(events, want);
 }

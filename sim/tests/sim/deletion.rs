@@ -266,41 +266,103 @@ async fn pods_deleted_by_gc_and_namespace_deletion_also_get_two_events() {
     }
 }
 
+/// (type, deletionGracePeriodSeconds, phase, exit code) of one event of a pod.
+type Ended = (String, Option<i64>, String, Option<i64>);
+
+async fn ends_of(sim: &tfjob_sim::SimHandle, from: u64, name: &str) -> Vec<Ended> {
+    let url = format!("{PODS}?watch=true&resourceVersion={from}&timeoutSeconds=1");
+    let r = raw_get(&sim.url(), &url).await;
+    watch_events(&r.body)
+        .iter()
+        .filter(|e| e["object"]["metadata"]["name"] == name)
+        .map(|e| {
+            let o = &e["object"];
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                o["metadata"]["deletionGracePeriodSeconds"].as_i64(),
+                o["status"]["phase"].as_str().unwrap_or("").to_string(),
+                o["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"].as_i64(),
+            )
+        })
+        .collect()
+}
+
+/// Item 1 of testcluster/README.md ("The real kubelet and `sim/`"): deleting a running pod,
+/// watchers see the delete (MODIFIED, the request's grace), ONE status write with the
+/// container's `terminated` state and the terminal phase (137 and Failed when PID 1 ignores
+/// SIGTERM, even under restartPolicy Always; the script's `sigterm-exit-code` otherwise), then
+/// the kubelet's grace-0 delete (MODIFIED), then DELETED. A container that ignores SIGTERM ends
+/// at the end of the grace period (slow mode), one that handles it at once; fast mode ends
+/// either after ~50 ms.
 #[tokio::test]
-async fn the_kubelets_removal_after_the_grace_period_loses_nothing() {
-    let (sim, _client) = start().await;
-    let pod = json!({"metadata": {"name": "runner", "annotations": {"sim.tfjob.dev/run-seconds": "60"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "img"}]}});
-    let body = pod.to_string();
-    raw(
-        &sim.url(),
-        "POST",
-        PODS,
-        "application/json",
-        &body,
-        Duration::from_secs(5),
-    )
-    .await;
-    eventually(10, "running", || async {
-        let p = sim.object("v1", "pods", "default", "runner")?;
-        (p["status"]["phase"] == "Running").then_some(())
-    })
-    .await;
-    let from = sim.store().resource_version();
-    delete(&sim, &format!("{PODS}/runner")).await;
-    eventually(10, "removed", || async {
-        sim.object("v1", "pods", "default", "runner")
-            .is_none()
-            .then_some(())
-    })
-    .await;
-    let got = events_of(&sim, PODS, from, "runner").await;
-    assert_eq!(
-        got,
+async fn the_kubelet_ends_a_deleted_pod_then_removes_it() {
+    let ended = |phase: &str, code: i64| {
         [
-            ev("MODIFIED", true, Some(30), 0),
-            ev("MODIFIED", true, Some(0), 0),
-            ev("DELETED", true, Some(0), 0)
+            ("MODIFIED".to_string(), Some(2), "Running".to_string(), None),
+            ("MODIFIED".into(), Some(2), phase.into(), Some(code)),
+            ("MODIFIED".into(), Some(0), phase.into(), Some(code)),
+            ("DELETED".into(), Some(0), phase.into(), Some(code)),
         ]
-    );
+    };
+    // (fast deletion, restart policy, extra annotations, phase, exit code, removed within)
+    let cases = [
+        (true, "Always", json!({}), "Failed", 137, 0.0..1.5),
+        // The grace period ends at `deletionTimestamp`, stored in whole seconds (as metav1.Time
+        // is): 1-2 s after a delete with grace 2.
+        (false, "Always", json!({}), "Failed", 137, 1.0..4.0),
+        (
+            false,
+            "Never",
+            json!({"sim.tfjob.dev/sigterm-exit-code": "0"}),
+            "Succeeded",
+            0,
+            0.0..0.8,
+        ),
+    ];
+    for (fast, policy, extra, phase, code, within) in cases {
+        let (sim, _client) = start_with(Options {
+            fast_deletion: fast,
+            ..Default::default()
+        })
+        .await;
+        let mut pod = json!({"metadata": {"name": "runner", "annotations": {"sim.tfjob.dev/run-seconds": "60"}},
+            "spec": {"restartPolicy": policy, "containers": [{"name": "main", "image": "img"}]}});
+        if let (Some(a), Some(e)) = (
+            pod["metadata"]["annotations"].as_object_mut(),
+            extra.as_object(),
+        ) {
+            a.extend(e.clone());
+        }
+        let body = pod.to_string();
+        raw(
+            &sim.url(),
+            "POST",
+            PODS,
+            "application/json",
+            &body,
+            Duration::from_secs(5),
+        )
+        .await;
+        eventually(10, "running", || async {
+            let p = sim.object("v1", "pods", "default", "runner")?;
+            (p["status"]["phase"] == "Running").then_some(())
+        })
+        .await;
+        let from = sim.store().resource_version();
+        let started = std::time::Instant::now();
+        delete(&sim, &format!("{PODS}/runner?gracePeriodSeconds=2")).await;
+        eventually(10, "removed", || async {
+            sim.object("v1", "pods", "default", "runner")
+                .is_none()
+                .then_some(())
+        })
+        .await;
+        let took = started.elapsed().as_secs_f64();
+        assert!(within.contains(&took), "{policy} {extra}: {took}s");
+        assert_eq!(
+            ends_of(&sim, from, "runner").await,
+            ended(phase, code),
+            "{policy} {extra}"
+        );
+    }
 }

@@ -51,6 +51,13 @@ pub struct Script {
     /// the pod's script and removes the hold in one write, so the outcome never races the
     /// start (the real tier's kwok stages honour the same key).
     pub hold: bool,
+    /// The containers exit on SIGTERM with this code (`sigterm-exit-code`): a deleted pod's
+    /// containers end at the kubelet's first look. None = PID 1 ignores SIGTERM (as `sleep`,
+    /// `python` and TensorFlow do) and is SIGKILLed at the end of the grace period: 137 Error.
+    pub sigterm_exit_code: Option<i32>,
+    /// What the containers write to `/dev/termination-log` (`termination-message`): the
+    /// kubelet copies it to `terminated.message` on every exit.
+    pub termination_message: Option<String>,
 }
 
 impl Default for Script {
@@ -65,6 +72,8 @@ impl Default for Script {
             never_start: None,
             fail_times: 0,
             hold: false,
+            sigterm_exit_code: None,
+            termination_message: None,
         }
     }
 }
@@ -128,6 +137,9 @@ impl Script {
                 }
                 "fail-times" | "restarts-then-succeed" => script.fail_times = parse(key, raw)?,
                 "hold" => script.hold = true,
+                "sigterm-exit-code" => script.sigterm_exit_code = Some(parse(key, raw)?),
+                // Kept as written, trailing newline included (the kubelet does not trim).
+                "termination-message" => script.termination_message = Some(raw.to_string()),
                 _ => match key.strip_prefix("exit-code.") {
                     Some(container) => {
                         script
@@ -178,7 +190,8 @@ mod tests {
             "sim.tfjob.dev/exit-code": "3", "sim.tfjob.dev/exit-code.ps": "0",
             "sim.tfjob.dev/oom": "true", "sim.tfjob.dev/evict": "false",
             "sim.tfjob.dev/never-start": "ErrImagePull", "sim.tfjob.dev/fail-times": "2",
-            "sim.tfjob.dev/hold": "", "other/annotation": "ignored"
+            "sim.tfjob.dev/hold": "", "sim.tfjob.dev/sigterm-exit-code": "0",
+            "sim.tfjob.dev/termination-message": "bye\n", "other/annotation": "ignored"
         })));
         let want = Script {
             run_seconds: Some(0.5),
@@ -190,6 +203,8 @@ mod tests {
             never_start: Some("ErrImagePull".into()),
             fail_times: 2,
             hold: true,
+            sigterm_exit_code: Some(0),
+            termination_message: Some("bye\n".into()),
         };
         assert_eq!(s, Ok(want));
         assert_eq!(Script::from_pod(&json!({})), Ok(Script::default()));
@@ -247,6 +262,7 @@ mod tests {
             ("run-seconds", "-1"),
             ("exit-code", "1.5"),
             ("oom", "yes"),
+            ("sigterm-exit-code", "term"),
             ("nope", "1"),
         ] {
             let r = Script::from_pod(&pod(json!({format!("{PREFIX}{k}"): v})));

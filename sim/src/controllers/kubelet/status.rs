@@ -33,11 +33,12 @@ pub(crate) fn image_id(image: &str) -> String {
     format!("{repo}@sha256:{}", hex_id(&[image]))
 }
 
-/// A host IP for `node`, stable per node name (the sim has no real nodes).
-pub(crate) fn host_ip(node: &str) -> String {
-    let h = hex_id(&[node]);
-    let n = u8::from_str_radix(&h[..2], 16).unwrap_or(0) % 250;
-    format!("172.18.0.{}", u16::from(n) + 2)
+/// The log of a simulated container: one line saying so (what `pods/log` serves, and the tail
+/// the kubelet copies to `terminated.message` under `FallbackToLogsOnError`).
+pub fn sim_log(ns: &str, pod: &str, container: &str) -> String {
+    format!(
+        "tfjob-sim: pod {ns}/{pod} container {container:?} ran in the simulator (no real logs)\n"
+    )
 }
 
 /// The pod's QoS class from its containers' requests and limits.
@@ -159,7 +160,6 @@ mod tests {
         assert_eq!(hex_id(&["x"]).len(), 64);
         assert!(image_id("tf:2.1").starts_with("docker.io/library/tf@sha256:"));
         assert!(image_id("ghcr.io/org/tf:2").starts_with("ghcr.io/org/tf@sha256:"));
-        assert!(host_ip("node-1").starts_with("172.18.0."));
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct LoopOptions {
     pub fast_deletion: bool,
     /// Container restart back-off: (initial, max).
     pub crash_loop_backoff: (Duration, Duration),
+    /// From the containers' end to the pod's terminal phase.
+    pub phase_lag: Duration,
 }
 
 struct Loop {
@@ -155,20 +157,45 @@ impl Loop {
         Ok(())
     }
 
+    /// A terminating pod, as the kubelet ends it: its containers stop (at once if the script
+    /// says they exit on SIGTERM; otherwise SIGKILL at the end of the grace period; after
+    /// ~50 ms either way in fast mode), one status write shows their end and the terminal
+    /// phase, then the delete with grace 0. A pod with nothing running goes at once. On a lost
+    /// node (no kubelet) the pod goes at the end of its grace period without a status.
     fn finish_deletion(&mut self, pod: &Value, now: Timestamp) -> Option<Timestamp> {
         let uid = meta::uid(pod).to_string();
-        let due = if self.opts.fast_deletion {
-            *self.terminating.entry(uid.clone()).or_insert(now) + FAST_DELETION
-        } else {
+        let first_seen = *self.terminating.entry(uid.clone()).or_insert(now);
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        let lost = self.ctl.is_lost(node);
+        let effective = self.ctl.effective(pod);
+        let script = kubelet::Script::from_pod(&effective).unwrap_or_default();
+        let running = pod["status"]["containerStatuses"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|cs| cs["state"]["running"].is_object()));
+        let grace_end = || {
             pod["metadata"]["deletionTimestamp"]
                 .as_str()
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(now)
         };
+        let due = if self.opts.fast_deletion && (running || lost) {
+            first_seen + FAST_DELETION
+        } else if lost || (running && script.sigterm_exit_code.is_none()) {
+            grace_end()
+        } else {
+            first_seen
+        };
         if now < due {
             return Some(due);
         }
         self.terminating.remove(&uid);
+        if !lost {
+            let last = kubelet::kill(&effective, &script, now);
+            self.record(pod, &last.events);
+            if let Some(status) = last.status {
+                let _ = self.write(pod, Sub::Status, |p| p["status"] = status);
+            }
+        }
         let opts = DeleteOptions {
             grace_seconds: Some(0),
             precondition_uid: Some(uid),
@@ -178,6 +205,13 @@ impl Loop {
             .store
             .delete(&self.pods, meta::namespace(pod), meta::name(pod), &opts);
         None
+    }
+
+    /// Records the kubelet's events about `pod`.
+    fn record(&self, pod: &Value, list: &[kubelet::Event]) {
+        for e in list {
+            events::record(&self.store, pod, e.type_, e.reason, &e.message, "kubelet");
+        }
     }
 
     /// The next node (round robin) that is not lost and carries every label of the pod's
@@ -245,10 +279,18 @@ impl Loop {
                 self.unschedulable(&pod, now);
                 return None;
             };
-            if self
-                .write(&pod, Sub::Main, |p| p["spec"]["nodeName"] = json!(node))
-                .is_ok()
-            {
+            // The binding sets the node and `PodScheduled` in one write, before the kubelet's
+            // first status (as the real scheduler's binding does).
+            let scheduled = json!({"type": "PodScheduled", "status": "True",
+                "lastProbeTime": null, "lastTransitionTime": now.to_string()});
+            let bound = self.write(&pod, Sub::Main, |p| {
+                p["spec"]["nodeName"] = json!(node);
+                if !p["status"].is_object() {
+                    p["status"] = json!({"phase": "Pending"});
+                }
+                p["status"]["conditions"] = json!([scheduled]);
+            });
+            if bound.is_ok() {
                 let msg = format!("Successfully assigned {}/{} to {node}", key.0, key.1);
                 events::record(
                     &self.store,
@@ -289,13 +331,19 @@ impl Loop {
                 format!("10.244.{}.{}", self.next_ip / 250, self.next_ip % 250 + 1)
             }
         };
-        let step = kubelet::step(&effective, &script, &mut self.backoff, &node, &ip, now);
-        if let Some(mut status) = step.status {
-            if status["hostIP"].is_null() && !status["podIP"].is_null() {
-                let host = node_ip(&self.opts.nodes, &node);
-                status["hostIP"] = json!(host);
-                status["hostIPs"] = json!([{"ip": host}]);
-            }
+        // hostIP is the node's InternalIP, as on a real node.
+        let host = node_ip(&self.opts.nodes, &node);
+        let step = kubelet::step(
+            &effective,
+            &script,
+            &mut self.backoff,
+            &host,
+            &ip,
+            self.opts.phase_lag,
+            now,
+        );
+        self.record(&pod, &step.events);
+        if let Some(status) = step.status {
             let _ = self.write(&pod, Sub::Status, |p| p["status"] = status);
         }
         step.next_at

@@ -5,10 +5,11 @@ use serde_json::{Value, json};
 use super::control::Control;
 use crate::store::{ApiError, Store, Sub, WriteOptions, meta};
 
-/// `10.0.0.<10+i>` for node i.
+/// `198.19.0.<10+i>` for node i: in the benchmarking range 198.18.0.0/15 (RFC 2544) the
+/// project's test traffic may use; the sim sends nothing there.
 pub fn node_ip(nodes: &[String], node: &str) -> String {
     let i = nodes.iter().position(|n| n == node).unwrap_or(0);
-    format!("10.0.0.{}", 10 + i)
+    format!("198.19.0.{}", 10 + i)
 }
 
 /// The labels of a simulated node, as a kubelet sets them (plus `type: tfjob-sim`).
