@@ -74,15 +74,17 @@ impl Recovery {
             let invalid = |message: String| FieldError::new(path(key), message);
             let read = match key.as_str() {
                 RESTART_SCOPE => match value.as_str() {
-                    "Replica" => Ok(recovery.scope = RestartScope::Replica),
-                    "Job" => Ok(recovery.scope = RestartScope::Job),
+                    "Replica" => Ok(RestartScope::Replica),
+                    "Job" => Ok(RestartScope::Job),
                     _ => Err(unsupported(value, &["Job", "Replica"])),
-                },
+                }
+                .map(|scope| recovery.scope = scope),
                 RESTART_ON => match value.as_str() {
-                    "Retryable" => Ok(recovery.restart_on = RestartOn::Retryable),
-                    "Any" => Ok(recovery.restart_on = RestartOn::Any),
+                    "Retryable" => Ok(RestartOn::Retryable),
+                    "Any" => Ok(RestartOn::Any),
                     _ => Err(unsupported(value, &["Any", "Retryable"])),
-                },
+                }
+                .map(|on| recovery.restart_on = on),
                 MAX_JOB_RESTARTS => {
                     integer(value, 0).map(|n| recovery.max_job_restarts = Some(n as i32))
                 }
@@ -180,7 +182,8 @@ mod tests {
 
     #[test]
     fn bad_keys_and_values_are_named_by_their_path() {
-        let cases: [(&[(&str, &str)], &[&str]); 6] = [
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: [Case; 6] = [
             (
                 &[("tfjob-operator.dev/restart-scop", "Job")],
                 &[
