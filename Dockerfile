@@ -11,7 +11,7 @@ ARG RUNTIME_BASE=gcr.io/distroless/cc-debian12:nonroot
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin tfjob-operator \
+RUN cargo build --release --locked --features jemalloc --bin tfjob-operator \
  && cp target/release/tfjob-operator /tfjob-operator
 
 # Runtime: glibc only (TLS is rustls), no shell, non-root.

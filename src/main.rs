@@ -12,10 +12,11 @@ use tfjob_operator::crd::schema::crd_yaml;
 use tfjob_operator::render::render_with;
 use tfjob_operator::settings::RunArgs;
 
-/// jemalloc, with a background thread giving freed pages back within about a second
+/// jemalloc (feature `jemalloc`, on in the image), with a background thread giving freed pages back within about a second
 /// (`.cargo/config.toml`): after a big job's children are gone the operator shrinks again
 /// (glibc's malloc kept them for good), and bursts fragment less (BENCHMARKS.md has the
 /// numbers; mimalloc was tried too and idled at 21 MiB).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -277,3 +277,22 @@ fn cluster_role_grants_only_what_the_operator_calls() {
         "no wildcards"
     );
 }
+
+/// The shipped binary's allocator is a cargo feature (off for the demo and the tests, whose
+/// cold build it would lengthen); the image's build must turn it on, or the operator keeps a
+/// big job's memory for good (BENCHMARKS.md). `testcluster/node-e2e` builds the image's binary
+/// the same way and runs it.
+#[test]
+fn the_image_is_built_with_the_jemalloc_allocator() {
+    let dockerfile = include_str!("../../Dockerfile");
+    let build = dockerfile
+        .lines()
+        .find(|l| l.starts_with("RUN cargo build"))
+        .expect("the Dockerfile's build stage runs cargo build");
+    assert!(build.contains("--features jemalloc"), "{build}");
+    let manifest = include_str!("../../Cargo.toml");
+    assert!(
+        manifest.contains("jemalloc = [\"dep:tikv-jemallocator\"]"),
+        "the jemalloc feature is gone from Cargo.toml"
+    );
+}
