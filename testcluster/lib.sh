@@ -36,31 +36,37 @@ tc_die() {
   exit 1
 }
 
-# tc_pid NAME: the recorded pid of a component, if that process is still alive.
-tc_pid() {
-  local f=$TC_DIR/run/$1.pid pid
+# tc_pid_in DIR NAME: the pid recorded under DIR/run of a component, if that process is still
+# alive. The control plane's components live under TC_DIR, the real node's under TC_NODE_DIR.
+tc_pid_in() {
+  local f=$1/run/$2.pid pid
   [[ -f $f ]] || return 1
   pid=$(<"$f")
   [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
-# tc_tail NAME: the last lines of a component's log, indented, for error messages.
-tc_tail() {
-  local f=$TC_DIR/logs/$1.log
+# tc_tail_in DIR NAME [LINES]: the last lines of a component's log, indented, for errors.
+tc_tail_in() {
+  local f=$1/logs/$2.log
   if [[ -s $f ]]; then
     printf '  --- last lines of %s ---\n' "$f" >&2
-    tail -n "${2:-25}" "$f" | sed 's/^/  | /' >&2
+    tail -n "${3:-25}" "$f" | sed 's/^/  | /' >&2
   else
     printf '  (no log at %s)\n' "$f" >&2
   fi
 }
 
-# tc_fail NAME MESSAGE: report a component's failure with its log, and exit 1.
-tc_fail() {
-  printf 'testcluster: error: %s: %s\n' "$1" "$2" >&2
-  tc_tail "$1"
+# tc_fail_in DIR NAME MESSAGE: report a component's failure with its log, and exit 1.
+tc_fail_in() {
+  printf 'testcluster: error: %s: %s\n' "$2" "$3" >&2
+  tc_tail_in "$1" "$2"
   exit 1
 }
+
+# The control plane's: tc_pid NAME, tc_tail NAME [LINES], tc_fail NAME MESSAGE.
+tc_pid() { tc_pid_in "$TC_DIR" "$@"; }
+tc_tail() { tc_tail_in "$TC_DIR" "$@"; }
+tc_fail() { tc_fail_in "$TC_DIR" "$@"; }
 
 [[ $TC_GANG == 0 || $TC_GANG == 1 ]] || tc_die "TESTCLUSTER_GANG must be 0 or 1, not '$TC_GANG'"
 [[ $TC_KUEUE == 0 || $TC_KUEUE == 1 ]] || tc_die "TESTCLUSTER_KUEUE must be 0 or 1, not '$TC_KUEUE'"

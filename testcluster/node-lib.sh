@@ -41,28 +41,11 @@ tc_node_require_root() {
   [[ $(id -u) == 0 ]] || tc_die "the real node needs root (a bridge, network namespaces, mounts, iptables, containerd): run $(basename "$0") as root"
 }
 
-tc_node_pid() {
-  local f=$TC_NODE_DIR/run/$1.pid pid
-  [[ -f $f ]] || return 1
-  pid=$(<"$f")
-  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
-}
-
-tc_node_tail() {
-  local f=$TC_NODE_DIR/logs/$1.log
-  if [[ -s $f ]]; then
-    printf '  --- last lines of %s ---\n' "$f" >&2
-    tail -n "${2:-25}" "$f" | sed 's/^/  | /' >&2
-  else
-    printf '  (no log at %s)\n' "$f" >&2
-  fi
-}
-
-tc_node_fail() {
-  printf 'testcluster: error: %s: %s\n' "$1" "$2" >&2
-  tc_node_tail "$1"
-  exit 1
-}
+# The real node's components (containerd, kubelet, kube-proxy, CoreDNS): lib.sh's helpers on
+# TC_NODE_DIR.
+tc_node_pid() { tc_pid_in "$TC_NODE_DIR" "$@"; }
+tc_node_tail() { tc_tail_in "$TC_NODE_DIR" "$@"; }
+tc_node_fail() { tc_fail_in "$TC_NODE_DIR" "$@"; }
 
 tc_ctr() { ctr --address "$TC_NODE_SOCK" --namespace k8s.io "$@"; }
 
