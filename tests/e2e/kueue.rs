@@ -219,6 +219,22 @@ impl Queue {
         )
     }
 
+    /// One flavor, `a`, with room for any test's job (8 CPUs, 32Gi).
+    async fn roomy(c: &TestCluster) -> Self {
+        let a = Flavor {
+            suffix: "a",
+            cpu: "8",
+            memory: "32Gi",
+        };
+        Queue::new(c, &[a]).await
+    }
+
+    /// The name of the Workload Kueue made for TFJob `job`, once it exists.
+    async fn workload_name_of(&self, job: &TFJob) -> String {
+        let workload = self.workload_of(job).await;
+        workload.metadata.name.expect("workload name")
+    }
+
     /// The Workload Kueue made for TFJob `job` (owned by it), once it exists.
     async fn workload_of(&self, job: &TFJob) -> DynamicObject {
         let uid = job.metadata.uid.clone().expect("job uid");
@@ -514,15 +530,7 @@ async fn admission_resumes_the_job_and_its_pods_carry_what_kueue_injected() {
         return;
     }
     let c = TestCluster::start("kueue-admit").await;
-    let q = Queue::new(
-        &c,
-        &[Flavor {
-            suffix: "a",
-            cpu: "8",
-            memory: "32Gi",
-        }],
-    )
-    .await;
+    let q = Queue::roomy(&c).await;
     let created = c
         .create(queued_job("adm", &[("PS", 1, LONG), ("Worker", 2, LONG)]))
         .await;
@@ -568,24 +576,11 @@ async fn a_job_that_succeeds_finishes_its_workload_and_frees_the_quota() {
         return;
     }
     let c = TestCluster::start("kueue-finish").await;
-    let q = Queue::new(
-        &c,
-        &[Flavor {
-            suffix: "a",
-            cpu: "8",
-            memory: "32Gi",
-        }],
-    )
-    .await;
+    let q = Queue::roomy(&c).await;
     let created = c
         .create(queued_job("fin", &[("PS", 1, LONG), ("Worker", 2, "2")]))
         .await;
-    let wl = q
-        .workload_of(&created)
-        .await
-        .metadata
-        .name
-        .expect("workload name");
+    let wl = q.workload_name_of(&created).await;
     c.until_condition("fin", ConditionType::Succeeded).await;
     let workload = q
         .until_workload(&wl, "finished", |w| kueue_true(w, "Finished"))
@@ -604,24 +599,11 @@ async fn a_job_that_fails_finishes_its_workload_as_failed() {
         return;
     }
     let c = TestCluster::start("kueue-fail").await;
-    let q = Queue::new(
-        &c,
-        &[Flavor {
-            suffix: "a",
-            cpu: "8",
-            memory: "32Gi",
-        }],
-    )
-    .await;
+    let q = Queue::roomy(&c).await;
     let mut spec = queued_job("bad", &[("Worker", 1, "1")]);
     annotate(&mut spec, "Worker", "sim.tfjob.dev/exit-code", "1");
     let created = c.create(spec).await;
-    let wl = q
-        .workload_of(&created)
-        .await
-        .metadata
-        .name
-        .expect("workload name");
+    let wl = q.workload_name_of(&created).await;
     let job = c.until_condition("bad", ConditionType::Failed).await;
     let failed = crate::support::condition(&job, ConditionType::Failed).unwrap();
     let workload = q
@@ -647,24 +629,11 @@ async fn deactivation_suspends_deletes_the_pods_zeroes_active_and_frees_the_quot
         return;
     }
     let c = TestCluster::start("kueue-evict").await;
-    let q = Queue::new(
-        &c,
-        &[Flavor {
-            suffix: "a",
-            cpu: "8",
-            memory: "32Gi",
-        }],
-    )
-    .await;
+    let q = Queue::roomy(&c).await;
     let created = c
         .create(queued_job("ev", &[("PS", 1, LONG), ("Worker", 2, LONG)]))
         .await;
-    let wl = q
-        .workload_of(&created)
-        .await
-        .metadata
-        .name
-        .expect("workload name");
+    let wl = q.workload_name_of(&created).await;
     until_bound_pods(&c, "ev", 3).await;
     let running = until(&c.jobs(), "ev", "3 active pods", |j| {
         let s = j?.status.as_ref()?;
@@ -728,12 +697,7 @@ async fn readmission_with_another_flavor_gives_the_new_pods_its_node_selector() 
     let created = c
         .create(queued_job("re", &[("PS", 1, LONG), ("Worker", 2, LONG)]))
         .await;
-    let wl = q
-        .workload_of(&created)
-        .await
-        .metadata
-        .name
-        .expect("workload name");
+    let wl = q.workload_name_of(&created).await;
     let first = until_bound_pods(&c, "re", 3).await;
     let (fa, fb) = (q.flavor("a"), q.flavor("b"));
     for pod in &first {
@@ -794,12 +758,7 @@ async fn a_higher_priority_job_preempts_a_running_lower_priority_one() {
     let mut spec = queued_job("low", &[("Worker", 2, LONG)]);
     spec["metadata"]["labels"][PRIORITY_LABEL] = json!(low);
     let low_job = c.create(spec).await;
-    let low_wl = q
-        .workload_of(&low_job)
-        .await
-        .metadata
-        .name
-        .expect("workload name");
+    let low_wl = q.workload_name_of(&low_job).await;
     until_bound_pods(&c, "low", 2).await;
     c.until_condition("low", ConditionType::Running).await;
     q.until_admitted(1).await;
@@ -847,25 +806,12 @@ async fn a_multikueue_job_admitted_by_kueue_is_left_alone_by_the_operator() {
         return;
     }
     let c = TestCluster::start("kueue-mk").await;
-    let q = Queue::new(
-        &c,
-        &[Flavor {
-            suffix: "a",
-            cpu: "8",
-            memory: "32Gi",
-        }],
-    )
-    .await;
+    let q = Queue::roomy(&c).await;
     let mut spec = queued_job("mk", &[("Worker", 2, LONG)]);
     spec["spec"]["runPolicy"]["managedBy"] = json!("kueue.x-k8s.io/multikueue");
     let before = c.mark();
     let created = c.create(spec).await;
-    let wl = q
-        .workload_of(&created)
-        .await
-        .metadata
-        .name
-        .expect("workload name");
+    let wl = q.workload_name_of(&created).await;
     q.until_workload(&wl, "admitted", |w| kueue_true(w, "Admitted"))
         .await;
     until(&c.jobs(), "mk", "resumed by Kueue", |j| {
@@ -923,15 +869,7 @@ async fn a_job_without_the_queue_label_is_left_to_the_operator() {
         return;
     }
     let c = TestCluster::start("kueue-none").await;
-    let q = Queue::new(
-        &c,
-        &[Flavor {
-            suffix: "a",
-            cpu: "8",
-            memory: "32Gi",
-        }],
-    )
-    .await;
+    let q = Queue::roomy(&c).await;
     let mut spec = queued_job("plain", &[("Worker", 1, "1")]);
     spec["metadata"]["labels"] = json!({});
     spec["spec"]["runPolicy"] = json!({});
