@@ -4,14 +4,70 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// One test at a time, whatever `--test-threads` says: a TensorFlow job takes 1-2.3 GiB and
-/// both cores, and the in-cluster operator watches every namespace.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// How a test shares the node with the tests beside it (`node-e2e` runs a few at a time: a
+/// test mostly waits for pods, and a TensorFlow job takes 1-2.3 GiB, a few cores' worth of
+/// seconds to start, and little afterwards).
+pub enum Share {
+    /// Runs TFJobs in its own namespace, under its own operator watching only that namespace:
+    /// beside any test but one whose operator watches every namespace.
+    OwnNamespace,
+    /// Deploys config/default (`kubeflow/tfjob-operator`, one such test at a time) watching
+    /// only the test's namespace; otherwise as `OwnNamespace`.
+    Deployment,
+    /// Deploys config/default as installed, watching every namespace: it would act on the
+    /// other tests' TFJobs, so no TFJob test runs beside it.
+    DeploymentEveryNamespace,
+    /// Creates no TFJob (kubelet and image checks): beside anything.
+    NoJobs,
+}
+
+/// Readers: tests whose TFJobs only their own operator sees; the writer: a test running an
+/// operator that watches every namespace.
+static TFJOBS: RwLock<()> = RwLock::new(());
+/// The one Deployment `kubeflow/tfjob-operator`.
+static DEPLOYMENT: Mutex<()> = Mutex::new(());
+
+/// What a test holds while it runs (released when its `Node` drops, after its namespaces).
+struct Held {
+    _deployment: Option<MutexGuard<'static, ()>>,
+    _tfjobs: TfJobs,
+}
+
+#[allow(dead_code)] // held, not read
+enum TfJobs {
+    Shared(RwLockReadGuard<'static, ()>),
+    Alone(RwLockWriteGuard<'static, ()>),
+    Free,
+}
+
+impl Held {
+    /// Waits until SHARE allows the test to run. The Deployment is taken before the TFJobs'
+    /// lock (always in this order: no deadlock). A test that failed while holding a lock
+    /// leaves it poisoned; the next still runs.
+    fn take(share: &Share) -> Held {
+        let deployment = matches!(share, Share::Deployment | Share::DeploymentEveryNamespace)
+            .then(|| DEPLOYMENT.lock().unwrap_or_else(|e| e.into_inner()));
+        let tfjobs = match share {
+            Share::OwnNamespace | Share::Deployment => {
+                TfJobs::Shared(TFJOBS.read().unwrap_or_else(|e| e.into_inner()))
+            }
+            Share::DeploymentEveryNamespace => {
+                TfJobs::Alone(TFJOBS.write().unwrap_or_else(|e| e.into_inner()))
+            }
+            Share::NoJobs => TfJobs::Free,
+        };
+        Held {
+            _deployment: deployment,
+            _tfjobs: tfjobs,
+        }
+    }
+}
 
 /// The training script, given to every TF pod through the ConfigMap `scripts`.
 const TRAIN_PY: &str = include_str!("tf/train.py");
@@ -31,17 +87,23 @@ pub struct Node {
     pub busybox_image: String,
     /// The second zone CoreDNS serves (for `--cluster-domain`).
     pub extra_domain: String,
-    _serial: MutexGuard<'static, ()>,
+    _held: Held,
 }
 
 impl Node {
-    /// The node, or `None` (after saying the test is skipped) when it is not there.
+    /// The node for a test of TFJobs in its own namespace (`Share::OwnNamespace`), or `None`
+    /// (after saying the test is skipped) when it is not there.
     pub fn here(test: &str) -> Option<Node> {
+        Node::sharing(test, Share::OwnNamespace)
+    }
+
+    /// The node, once SHARE allows this test to run beside those running.
+    pub fn sharing(test: &str, share: Share) -> Option<Node> {
         if std::env::var_os("TFJOB_NODE_E2E").is_none() {
             eprintln!("{test}: skipped: needs the real node (run testcluster/node-e2e)");
             return None;
         }
-        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let held = Held::take(&share);
         let var = |name: &str| {
             std::env::var(name)
                 .unwrap_or_else(|_| panic!("{name} is not set (testcluster/node-e2e sets it)"))
@@ -61,7 +123,7 @@ impl Node {
             tf_image: var("TESTCLUSTER_NODE_TENSORFLOW_IMAGE"),
             busybox_image: var("TESTCLUSTER_NODE_BUSYBOX_IMAGE"),
             extra_domain: var("TESTCLUSTER_NODE_EXTRA_DOMAIN"),
-            _serial: serial,
+            _held: held,
         })
     }
 
@@ -129,12 +191,16 @@ impl Node {
     /// A fresh namespace (deleted, with its pods, when the guard drops) holding the training
     /// script as the ConfigMap `scripts`.
     pub fn namespace(&self, prefix: &str) -> Namespace<'_> {
+        // Unique among the tests running beside this one (a counter), and among earlier runs
+        // on a kept node (the time).
+        static CREATED: AtomicU32 = AtomicU32::new(0);
         let suffix = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis()
             % 100_000;
-        let name = format!("{prefix}-{suffix}");
+        let n = CREATED.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{prefix}-{suffix}-{n}");
         self.kubectl(&["create", "namespace", &name]);
         // The ServiceAccount admission refuses pods until `default` exists.
         wait_for(&format!("ServiceAccount {name}/default"), 30, || {
@@ -293,7 +359,8 @@ impl Drop for Namespace<'_> {
             eprintln!("keeping namespace {} (TFJOB_NODE_KEEP)", self.name);
             return;
         }
-        // Waits, so that the next test's pods do not share the machine with these.
+        // Waits, so that the pods of the tests that follow do not share the machine with these
+        // (their count stays what `--test-threads` says).
         let _ = self.node.try_kubectl(&[
             "delete",
             "namespace",

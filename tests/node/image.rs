@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::cluster::Node;
+use crate::cluster::{Node, Share};
 
 const DOCKERFILE: &str = include_str!("../../Dockerfile");
 const KUSTOMIZATION: &str = include_str!("../../config/manager/kustomization.yaml");
@@ -84,7 +84,10 @@ fn image_config(node: &Node, reference: &str) -> Value {
 
 #[test]
 fn the_operator_image_is_the_dockerfiles_runtime_stage() {
-    let Some(node) = Node::here("the_operator_image_is_the_dockerfiles_runtime_stage") else {
+    let Some(node) = Node::sharing(
+        "the_operator_image_is_the_dockerfiles_runtime_stage",
+        Share::NoJobs,
+    ) else {
         return;
     };
     let stage = runtime_stage();

@@ -1,7 +1,9 @@
 //! The operator as its users run it: `kubectl apply -k config/default`, the image built from
 //! the Dockerfile (testcluster/images/build), 2 replicas, in `kubeflow` under Pod Security
 //! `restricted` (enforced). Each test deploys it and scales it back to 0 at its end (the
-//! other tests run their own operator, one namespace each).
+//! other tests run their own operator, one namespace each). The first watches every namespace,
+//! as installed, and so runs with no other TFJob test beside it; the others watch only their
+//! own namespace (`KUBEFLOW_NAMESPACE`, as a user scopes it) and run beside the rest.
 
 use std::collections::BTreeMap;
 use std::io::BufReader;
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Namespace, Node, condition, finished, wait_for};
+use crate::cluster::{Namespace, Node, Share, condition, finished, wait_for};
 
 const NS: &str = "kubeflow";
 const LEASE: &str = "tfjob-operator-leader";
@@ -27,8 +29,17 @@ struct Deployed<'a> {
     node: &'a Node,
 }
 
-fn deploy(node: &Node) -> Deployed<'_> {
+/// Deploys config/default watching every namespace as installed, or with ONLY, only that
+/// namespace.
+fn deploy<'a>(node: &'a Node, only: Option<&str>) -> Deployed<'a> {
     let deployed = Deployed { node };
+    // Set on the Deployment while it is at 0 replicas, before `apply` starts its pods (apply
+    // keeps an env var it never set).
+    let scope = match only {
+        Some(ns) => format!("KUBEFLOW_NAMESPACE={ns}"),
+        None => "KUBEFLOW_NAMESPACE-".to_string(),
+    };
+    node.kubectl(&["-n", NS, "set", "env", "deployment/tfjob-operator", &scope]);
     node.kubectl(&[
         "label",
         "namespace",
@@ -196,11 +207,12 @@ impl Drop for Watch {
 }
 
 #[test]
-fn in_cluster_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job() {
-    let Some(node) = Node::here("in_cluster_two_replicas") else {
+fn in_cluster_as_installed_two_replicas_one_lease_holder_probes_restricted_metrics_and_a_job() {
+    let Some(node) = Node::sharing("in_cluster_as_installed", Share::DeploymentEveryNamespace)
+    else {
         return;
     };
-    let _deployed = deploy(&node);
+    let _deployed = deploy(&node, None);
     let pods = operator_pods(&node);
     let holder = lease_holder(&node).unwrap();
     let leader = holder_pod(&holder).to_string();
@@ -363,15 +375,15 @@ fn metrics_from_a_pod(node: &Node, ns: &Namespace) {
 
 #[test]
 fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_twice() {
-    let Some(node) = Node::here("in_cluster_rollout_restart") else {
+    let Some(node) = Node::sharing("in_cluster_rollout_restart", Share::Deployment) else {
         return;
     };
-    let _deployed = deploy(&node);
+    let ns = node.namespace("rollout");
+    let _deployed = deploy(&node, Some(&ns.name));
     let old: Vec<String> = operator_pods(&node);
     let old_leader = holder_pod(&lease_holder(&node).unwrap()).to_string();
 
     // A job whose pods run across the rollout: the new leader must adopt, not recreate, them.
-    let ns = node.namespace("rollout");
     node.apply(&sleeping_job(&node, &ns.name, "across", 3, 18));
     wait_for("the job's 3 pods to run", 90, || {
         let pods = ns.get(&["pods"]);
@@ -486,10 +498,11 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
 
 #[test]
 fn in_cluster_frozen_leader_is_replaced_within_lease_duration_plus_one_retry() {
-    let Some(node) = Node::here("in_cluster_frozen_leader") else {
+    let Some(node) = Node::sharing("in_cluster_frozen_leader", Share::Deployment) else {
         return;
     };
-    let _deployed = deploy(&node);
+    // No TFJob here: it watches only its own namespace, which holds none.
+    let _deployed = deploy(&node, Some(NS));
     let holder = lease_holder(&node).unwrap();
     let leader = holder_pod(&holder).to_string();
     let pid = node.container_pid(NS, &leader, "operator");

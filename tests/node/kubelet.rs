@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Namespace, Node, condition, wait_for};
+use crate::cluster::{Namespace, Node, Share, condition, wait_for};
 
 fn pod(node: &Node, ns: &Namespace, name: &str, policy: &str, script: &str, extra: Value) {
     let mut container = json!({
@@ -77,7 +77,7 @@ fn watch_until_deleted(node: &Node, ns: &str, name: &str) -> (std::thread::JoinH
 
 #[test]
 fn kubelet_exit_codes_reasons_and_messages() {
-    let Some(node) = Node::here("kubelet_exit_codes_reasons_and_messages") else {
+    let Some(node) = Node::sharing("kubelet_exit_codes_reasons_and_messages", Share::NoJobs) else {
         return;
     };
     let ns = node.namespace("kubelet");
@@ -210,7 +210,7 @@ fn kubelet_exit_codes_reasons_and_messages() {
 /// guard chain in place, and an image pull from any registry goes to 127.0.0.1:1.
 #[test]
 fn nothing_leaves_the_machine() {
-    let Some(node) = Node::here("nothing_leaves_the_machine") else {
+    let Some(node) = Node::sharing("nothing_leaves_the_machine", Share::NoJobs) else {
         return;
     };
     for sysctl in ["net/ipv4/ip_forward", "net/ipv4/conf/all/route_localnet"] {
