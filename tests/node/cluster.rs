@@ -307,6 +307,15 @@ impl Namespace<'_> {
             s += &self.try_kubectl(args).unwrap_or_else(|e| e);
             s += "\n";
         }
+        // The pods' last words (the namespace and their logs are gone once the test ends).
+        let pods = self.get(&["pods"]);
+        for pod in pods["items"].as_array().into_iter().flatten() {
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+            let log = self
+                .try_kubectl(&["logs", name, "--all-containers", "--tail", "25"])
+                .unwrap_or_else(|e| e);
+            s += &format!("--- kubectl logs {name} --tail 25:\n{log}\n");
+        }
         s
     }
 
