@@ -72,6 +72,9 @@ fn mwms_job(
         // `kubectl logs`, as a user reads a worker's output (through the kubelet).
         let log = ns.logs(&pod, false);
         let r = reports(&log);
+        // Every peer's name resolved before TensorFlow started (train.py, `wait_for_peers`).
+        let dns = report(&r, "dns_wait", &log);
+        assert_eq!(dns["unresolved"], json!([]), "{pod}: {dns}");
         let tf_config = &report(&r, "tf_config", &log)["tf_config"];
         assert_eq!(
             tf_config["cluster"], want_cluster,

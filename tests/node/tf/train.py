@@ -3,6 +3,7 @@
 It reads only what the operator gives it (TF_CONFIG) and reports what TensorFlow itself says,
 as lines `TFJOB-TEST {json}` on standard output, which the tests read with `kubectl logs`:
   tf_config   TF_CONFIG as the process received it
+  dns_wait    how long until every host of TF_CONFIG resolved (seconds; any still unresolved)
   peers       (mwms, after training) the addresses TF_CONFIG's hosts resolve to
   resolver    TFConfigClusterResolver's task type, index and cluster spec
   strategy    the strategy's num_replicas_in_sync
@@ -71,8 +72,7 @@ emit("tf_config", tf_config=tf_config, hostname=socket.gethostname())
 
 
 def resolve_peers():
-    """The addresses TF_CONFIG's hosts resolve to (a pod's own name resolves only once the
-    pod is ready, so this is asked after training, when every peer runs)."""
+    """The addresses TF_CONFIG's hosts resolve to, asked after training (every peer runs)."""
     resolved = {}
     for addresses in tf_config.get("cluster", {}).values():
         for address in addresses:
@@ -84,8 +84,33 @@ def resolve_peers():
     return resolved
 
 
+def wait_for_peers(limit=60.0):
+    """Waits until every host of TF_CONFIG resolves, at most LIMIT seconds. A peer's name
+    resolves only once its pod has an address and the headless service's record carries it;
+    on a loaded node that lagged the containers' start by seconds (measured: the node-e2e tests
+    two and three at a time), and TensorFlow fails its first collective at once on a name that
+    does not resolve (gRPC UNAVAILABLE "Temporary failure in name resolution": the search list
+    ends with the bare `<pod>.<ns>.svc`, which CoreDNS answers SERVFAIL), so the job failed
+    before its first step. Training code on Kubernetes waits like this, or is restarted."""
+    hosts = sorted({a.rsplit(":", 1)[0] for v in tf_config.get("cluster", {}).values() for a in v})
+    start = time.time()
+    while True:
+        pending = []
+        for host in hosts:
+            try:
+                socket.getaddrinfo(host, None, socket.AF_INET)
+            except OSError:
+                pending.append(host)
+        if not pending or time.time() - start > limit:
+            break
+        time.sleep(0.2)
+    emit("dns_wait", seconds=round(time.time() - start, 2), unresolved=pending)
+
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+wait_for_peers()
 
 # TF's own INFO lines (e.g. "Collective all_reduce tensors: ... group_size = 2") go to stderr.
 tf.get_logger().setLevel("INFO")
