@@ -3,7 +3,7 @@
 It reads only what the operator gives it (TF_CONFIG) and reports what TensorFlow itself says,
 as lines `TFJOB-TEST {json}` on standard output, which the tests read with `kubectl logs`:
   tf_config   TF_CONFIG as the process received it
-  dns_wait    how long until every host of TF_CONFIG resolved (seconds; any still unresolved)
+  dns_wait    how long until every host of TF_CONFIG resolved, its own to this pod (seconds; any not)
   peers       (mwms, after training) the addresses TF_CONFIG's hosts resolve to
   resolver    TFConfigClusterResolver's task type, index and cluster spec
   strategy    the strategy's num_replicas_in_sync
@@ -85,22 +85,36 @@ def resolve_peers():
 
 
 def wait_for_peers(limit=60.0):
-    """Waits until every host of TF_CONFIG resolves, at most LIMIT seconds. A peer's name
-    resolves only once its pod has an address and the headless service's record carries it;
-    on a loaded node that lagged the containers' start by seconds (measured: the node-e2e tests
-    two and three at a time), and TensorFlow fails its first collective at once on a name that
-    does not resolve (gRPC UNAVAILABLE "Temporary failure in name resolution": the search list
-    ends with the bare `<pod>.<ns>.svc`, which CoreDNS answers SERVFAIL), so the job failed
-    before its first step. Training code on Kubernetes waits like this, or is restarted."""
-    hosts = sorted({a.rsplit(":", 1)[0] for v in tf_config.get("cluster", {}).values() for a in v})
+    """Waits, at most LIMIT seconds, until every host of TF_CONFIG resolves and this task's own
+    name resolves to this pod's address. A name resolves only once its pod has an address and
+    the EndpointSlice controller and CoreDNS have caught up: on a loaded node that lagged the
+    containers' start by seconds, and after a whole-job restart the name first resolved to the
+    deleted pod's address, then to nothing, then to the new one. TensorFlow fails its first
+    collective at once on a name that does not resolve (gRPC UNAVAILABLE "Temporary failure in
+    name resolution": the search list ends with the bare `<pod>.<ns>.svc`, which CoreDNS
+    answers SERVFAIL), so such a job failed before its first step. Each task checking its own
+    name suffices for its peers too: MultiWorkerMirroredStrategy's coordination service waits
+    for every task to connect before any collective. Training code on Kubernetes waits like
+    this, or is restarted."""
+    cluster = tf_config.get("cluster", {})
+    task = tf_config.get("task", {})
+    hosts = sorted({a.rsplit(":", 1)[0] for v in cluster.values() for a in v})
+    own = None
+    if task.get("type") in cluster:
+        own = cluster[task["type"]][task.get("index", 0)].rsplit(":", 1)[0]
+    # The kubelet's /etc/hosts maps the pod's hostname to its address.
+    address = socket.gethostbyname(socket.gethostname())
+
+    def current(host):
+        try:
+            found = {a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)}
+        except OSError:
+            return False
+        return host != own or address in found
+
     start = time.time()
     while True:
-        pending = []
-        for host in hosts:
-            try:
-                socket.getaddrinfo(host, None, socket.AF_INET)
-            except OSError:
-                pending.append(host)
+        pending = [h for h in hosts if not current(h)]
         if not pending or time.time() - start > limit:
             break
         time.sleep(0.2)
