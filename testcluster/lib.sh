@@ -45,6 +45,20 @@ tc_pid_in() {
   [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
+# tc_wait_gone TENTHS PID...: waits until none of the PIDs runs, at most TENTHS tenths of a
+# second; fails if one still does.
+tc_wait_gone() {
+  local tenths=$1 pid alive
+  shift
+  for _ in $(seq 1 "$tenths"); do
+    alive=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # tc_tail_in DIR NAME [LINES]: the last lines of a component's log, indented, for errors.
 tc_tail_in() {
   local f=$1/logs/$2.log
