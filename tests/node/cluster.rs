@@ -368,12 +368,20 @@ impl Drop for Namespace<'_> {
             eprintln!("keeping namespace {} (TFJOB_NODE_KEEP)", self.name);
             return;
         }
-        // Waits, so that the pods of the tests that follow do not share the machine with these
-        // (their count stays what `--test-threads` says).
-        let _ = self.node.try_kubectl(&[
+        // The namespace first, without waiting: Terminating, it takes no new pod (from an
+        // operator still running, say). The namespace controller starts emptying it only 5 s
+        // after the delete (a fixed grace, for other API servers to see it), so this test
+        // deletes the pods itself and waits for them alone: the tests that follow do not share
+        // the machine with these (their count stays what `--test-threads` says), and do not
+        // wait for the rest of the namespace to go.
+        let _ = self
+            .node
+            .try_kubectl(&["delete", "namespace", &self.name, "--wait=false"]);
+        let _ = self.try_kubectl(&[
             "delete",
-            "namespace",
-            &self.name,
+            "pods",
+            "--all",
+            "--ignore-not-found",
             "--wait=true",
             "--timeout=120s",
         ]);
