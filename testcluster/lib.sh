@@ -25,7 +25,7 @@ TC_NODE=${TESTCLUSTER_NODE:-0}
 # What the real node changes in `up` (node-lib.sh, tc_node_control_plane_settings): where the
 # API server listens, the Service range, more tokens and flags.
 TC_API_ADDRESS=127.0.0.1
-TC_SERVICE_RANGE=10.0.0.0/24
+TC_SERVICE_RANGE=198.19.1.0/24
 TC_EXTRA_TOKENS=""
 TC_APISERVER_ARGS=()
 TC_KCM_ARGS=()

@@ -18,6 +18,8 @@ pub mod selector;
 // Around the core: the controllers that make it a cluster, and what tests inject.
 pub(crate) mod chaos;
 pub(crate) mod controllers;
+// The pod and service addresses the controllers and the store hand out.
+pub(crate) mod addresses;
 
 // kubectl fidelity, one door (cargo feature `kubectl`), and the kubeconfig for kubectl.
 mod kubeconfig;

@@ -50,7 +50,7 @@ fn assign_cluster_ip(inner: &mut Inner, svc: &mut Value) {
         _ => {
             let n = inner.next_cluster_ip;
             inner.next_cluster_ip += 1;
-            let ip = format!("10.96.{}.{}", n / 250, n % 250 + 1);
+            let ip = crate::addresses::SERVICE_RANGE.nth(n);
             spec["clusterIP"] = json!(ip);
             spec["clusterIPs"] = json!([ip]);
         }

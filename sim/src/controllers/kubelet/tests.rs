@@ -47,7 +47,7 @@ fn drive_with(pod: &mut Value, backoff: &mut CrashBackoff, times: &[f64]) -> Ste
             &script,
             backoff,
             "198.19.0.10",
-            "10.244.0.5",
+            "198.19.128.5",
             LAG,
             at(*t),
         );
@@ -160,7 +160,7 @@ fn scheduled_then_running_with_the_kubelets_status_shape() {
     );
     assert_eq!(
         (s["podIP"].clone(), s["podIPs"].clone()),
-        (json!("10.244.0.5"), json!([{"ip": "10.244.0.5"}]))
+        (json!("198.19.128.5"), json!([{"ip": "198.19.128.5"}]))
     );
     assert_eq!(
         (s["hostIP"].clone(), s["hostIPs"].clone()),
@@ -727,7 +727,7 @@ fn item8_the_kubelets_events() {
             &script,
             &mut backoff,
             "198.19.0.10",
-            "10.244.0.5",
+            "198.19.128.5",
             LAG,
             at(t),
         );

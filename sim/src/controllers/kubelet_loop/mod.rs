@@ -328,7 +328,7 @@ impl Loop {
             Some(ip) => ip.to_string(),
             None => {
                 self.next_ip += 1;
-                format!("10.244.{}.{}", self.next_ip / 250, self.next_ip % 250 + 1)
+                crate::addresses::POD_RANGE.nth(self.next_ip)
             }
         };
         // hostIP is the node's InternalIP, as on a real node.
