@@ -383,8 +383,9 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
     let old: Vec<String> = operator_pods(&node);
     let old_leader = holder_pod(&lease_holder(&node).unwrap()).to_string();
 
-    // A job whose pods run across the rollout: the new leader must adopt, not recreate, them.
-    node.apply(&sleeping_job(&node, &ns.name, "across", 3, 18));
+    // A job whose pods run across the rollout (which takes 3-4 s): the new leader must adopt,
+    // not recreate, them.
+    node.apply(&sleeping_job(&node, &ns.name, "across", 3, 10));
     wait_for("the job's 3 pods to run", 90, || {
         let pods = ns.get(&["pods"]);
         let running = pods["items"]
@@ -418,6 +419,12 @@ fn in_cluster_rollout_restart_drains_hands_over_the_lease_and_creates_no_child_t
         (!old.iter().any(|o| names.contains(&o.as_str())) && now.len() == 2).then_some(())
     });
     let new = operator_pods(&node);
+    let job = ns.get(&["tfjob", "across"]);
+    assert!(
+        finished(&job).is_none(),
+        "the job ended before the rollout did: {}",
+        job["status"]
+    );
 
     // Both old pods got SIGTERM, drained and exited 0 (their last status before deletion).
     std::thread::sleep(Duration::from_millis(500));

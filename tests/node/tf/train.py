@@ -71,16 +71,29 @@ def emit(event, **fields):
 emit("tf_config", tf_config=tf_config, hostname=socket.gethostname())
 
 
+def host(address):
+    """The host of a TF_CONFIG address (`host:port`)."""
+    return address.rsplit(":", 1)[0]
+
+
+def hosts():
+    """Every host of TF_CONFIG's cluster, sorted, once each."""
+    return sorted({host(a) for v in tf_config.get("cluster", {}).values() for a in v})
+
+
+def addresses_of(name):
+    """The IPv4 addresses NAME resolves to (OSError when it does not)."""
+    return {a[4][0] for a in socket.getaddrinfo(name, None, socket.AF_INET)}
+
+
 def resolve_peers():
     """The addresses TF_CONFIG's hosts resolve to, asked after training (every peer runs)."""
     resolved = {}
-    for addresses in tf_config.get("cluster", {}).values():
-        for address in addresses:
-            host = address.rsplit(":", 1)[0]
-            try:
-                resolved[host] = sorted({a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)})
-            except OSError as e:
-                resolved[host] = "unresolved: %s" % e
+    for h in hosts():
+        try:
+            resolved[h] = sorted(addresses_of(h))
+        except OSError as e:
+            resolved[h] = "unresolved: %s" % e
     return resolved
 
 
@@ -98,23 +111,22 @@ def wait_for_peers(limit=60.0):
     this, or is restarted."""
     cluster = tf_config.get("cluster", {})
     task = tf_config.get("task", {})
-    hosts = sorted({a.rsplit(":", 1)[0] for v in cluster.values() for a in v})
     own = None
     if task.get("type") in cluster:
-        own = cluster[task["type"]][task.get("index", 0)].rsplit(":", 1)[0]
+        own = host(cluster[task["type"]][task.get("index", 0)])
     # The kubelet's /etc/hosts maps the pod's hostname to its address.
     address = socket.gethostbyname(socket.gethostname())
 
-    def current(host):
+    def current(name):
         try:
-            found = {a[4][0] for a in socket.getaddrinfo(host, None, socket.AF_INET)}
+            found = addresses_of(name)
         except OSError:
             return False
-        return host != own or address in found
+        return name != own or address in found
 
     start = time.time()
     while True:
-        pending = [h for h in hosts if not current(h)]
+        pending = [h for h in hosts() if not current(h)]
         if not pending or time.time() - start > limit:
             break
         time.sleep(0.2)
