@@ -17,6 +17,8 @@ fi
 # 192.168.x or a public range. The bridge is ours (not cni0, which another tool may own).
 TC_NODE_BRIDGE=tfnode0
 TC_NODE_GATEWAY=198.18.0.1
+# The bridge's own MAC, set once (locally administered; the gateway's address in its last 4).
+TC_NODE_BRIDGE_MAC=02:00:c6:12:00:01
 TC_NODE_POD_CIDR=198.18.0.0/24
 TC_NODE_SERVICE_CIDR=198.18.1.0/24
 TC_NODE_NET=198.18.0.0/15
