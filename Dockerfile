@@ -1,4 +1,4 @@
-# Build and push (docker, podman or buildah; see README.md, "On a real cluster"):
+# Build and push (docker, podman or buildah; see docs/install.md, "The image"):
 #   ENGINE=docker IMAGE=registry.example.com/you/tfjob-operator:0.1.0
 #   $ENGINE build -t $IMAGE . && $ENGINE push $IMAGE
 #

@@ -159,7 +159,8 @@ async fn kubectl_refuses_older_forms_pointing_at_convert_and_runs_them_converted
                 "kubeflow.org/v1beta1 TFJobs are no longer served: rewrite the manifest as kubeflow.org/v1 with `tfjob-operator convert FILE`",
             ],
         ),
-        // Another group: only the README can point at convert (as the real server, no match).
+        // Another group: only the docs (docs/older-forms.md) can point at convert (as the real
+        // server, no match).
         (
             "016-t9k-tensorflow-example.yaml",
             vec![

@@ -1,4 +1,4 @@
-//! End to end with a real Kueue (issue 20, README "Kueue"): Kueue's `kubeflow.org/tfjob`
+//! End to end with a real Kueue (issue 20, docs/kueue.md): Kueue's `kubeflow.org/tfjob`
 //! integration queues TFJobs by suspending and resuming them (`spec.runPolicy.suspend`) and
 //! by injecting its flavor's node labels and tolerations, its labels and its annotation into
 //! the pod templates; the operator must build its pods from the templates as they are after

@@ -1,5 +1,5 @@
-//! Taking over from Kubeflow's training-operator (README, "Migrating from Kubeflow's
-//! training-operator"; docs/behaviour.md §12): a TFJob whose pods and services Kubeflow's
+//! Taking over from Kubeflow's training-operator (docs/migration.md, "What happens to running
+//! jobs"; docs/behaviour.md §12): a TFJob whose pods and services Kubeflow's
 //! controller created and whose status it wrote — its labels, its controller owner references
 //! with blockOwnerDeletion, its status without our `restarts`/`podRestarts`, conditions Created
 //! and Running — is continued by this operator without deleting or recreating any pod: the

@@ -19,7 +19,7 @@ const NS: &str = "kubeflow";
 const LEASE: &str = "tfjob-operator-leader";
 const SELECTOR: &str = "app.kubernetes.io/name=tfjob-operator";
 const OPERATOR_USER: &str = "system:serviceaccount:kubeflow:tfjob-operator";
-/// src/leader.rs: a standby takes over at most LEASE_DURATION + RETRY_PERIOD after the
+/// src/runtime/leader.rs: a standby takes over at most LEASE_DURATION + RETRY_PERIOD after the
 /// leader stopped renewing, and within RETRY_PERIOD after it released the lease.
 const LEASE_DURATION: f64 = 10.0;
 const RETRY_PERIOD: f64 = 2.0;

@@ -1,14 +1,14 @@
-//! The demo (`cargo run --example local`) does what the README says: every command of the
-//! README's table of demo outcomes ends as the table says; the kubectl hint is printed only
-//! with `--keep`, and its kubeconfig is gone once the demo ends; the README's by-hand block
-//! works against a kept cluster; bad input is refused as `render` refuses it, before anything
+//! The demo (`cargo run --example local`) does what `docs/demo.md` says: every command of its
+//! table of demo outcomes ends as the table says; the kubectl hint is printed only with
+//! `--keep`, and its kubeconfig is gone once the demo ends; its by-hand block works against a
+//! kept cluster; bad input is refused as `render` refuses it, before anything
 //! starts; a PS serves until its job ends.
 
 use clap::Parser;
 
 use crate::demo;
 
-/// A row of the README's outcome table: the demo's arguments, the state every job ends in,
+/// A row of the outcome table in `docs/demo.md`: the demo's arguments, the state every job ends in,
 /// the restarts counted over all jobs.
 #[derive(Debug)]
 struct Row {
@@ -17,10 +17,12 @@ struct Row {
     restarts: i32,
 }
 
-fn readme_rows() -> Vec<Row> {
-    let readme = include_str!("../../README.md");
+/// The demo's page, where its outcome table and by-hand block live.
+const DEMO_DOC: &str = include_str!("../../docs/demo.md");
+
+fn demo_doc_rows() -> Vec<Row> {
     let prefix = "| `cargo run --example local -- ";
-    readme
+    DEMO_DOC
         .lines()
         .filter_map(|l| l.strip_prefix(prefix))
         .map(|rest| {
@@ -39,7 +41,7 @@ fn readme_rows() -> Vec<Row> {
 
 async fn run(args: &[String]) -> (Vec<demo::JobOutcome>, String) {
     let argv = std::iter::once("local".to_string()).chain(args.iter().cloned());
-    let args = demo::Args::try_parse_from(argv).expect("the README's arguments parse");
+    let args = demo::Args::try_parse_from(argv).expect("the arguments in docs/demo.md parse");
     let mut out = Vec::new();
     // The demo itself waits as long as its jobs run; a test must not.
     let outcomes = tokio::time::timeout(
@@ -53,11 +55,14 @@ async fn run(args: &[String]) -> (Vec<demo::JobOutcome>, String) {
 }
 
 #[tokio::test]
-async fn every_outcome_the_readme_promises_is_what_the_demo_does() {
-    // Run from the repository root, as the README's commands are.
+async fn every_outcome_the_demo_doc_promises_is_what_the_demo_does() {
+    // Run from the repository root, as the commands in docs/demo.md are.
     std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).expect("cd");
-    let rows = readme_rows();
-    assert!(rows.len() >= 5, "the README's outcome table: {rows:?}");
+    let rows = demo_doc_rows();
+    assert!(
+        rows.len() >= 5,
+        "the outcome table of docs/demo.md: {rows:?}"
+    );
     let runs = rows
         .iter()
         .map(|row| async move { (row, run(&row.args).await) });
@@ -65,7 +70,7 @@ async fn every_outcome_the_readme_promises_is_what_the_demo_does() {
         let states: Vec<&str> = outcomes.iter().map(|o| o.state.as_str()).collect();
         assert!(
             states.iter().all(|s| *s == row.ends),
-            "{:?}: ends {states:?}, README says {}:\n{out}",
+            "{:?}: ends {states:?}, docs/demo.md says {}:\n{out}",
             row.args,
             row.ends
         );
@@ -221,23 +226,22 @@ async fn a_parameter_server_serves_until_the_job_ends_and_is_then_deleted() {
     );
 }
 
-/// The README's "By hand" block, run as written against a kept demo cluster: its manifest
+/// The "By hand" block of `docs/demo.md`, run as written against a kept demo cluster: its manifest
 /// (through `kubectl create -f -`) and its two `kubectl patch` lines (through `sh`). The job
 /// runs, is suspended (its pods deleted), resumed, and succeeds after each worker failed once
 /// and was restarted in place.
 #[tokio::test]
-async fn the_readme_by_hand_block_scripts_a_failure_and_suspends_and_resumes() {
+async fn the_demo_doc_by_hand_block_scripts_a_failure_and_suspends_and_resumes() {
     use kube::Api;
     use tfjob_operator::crd::{ConditionStatus, ConditionType, TFJob};
 
     std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).expect("cd");
-    let readme = include_str!("../../README.md");
-    let block = readme
+    let block = DEMO_DOC
         .split("<!-- tests/offline/demo_table.rs runs this block's manifest")
         .nth(1)
         .and_then(|rest| rest.split("```sh\n").nth(1))
         .and_then(|rest| rest.split("\n```").next())
-        .expect("the README's by-hand block");
+        .expect("the by-hand block of docs/demo.md");
     let manifest = block
         .split("kubectl create -f - <<'EOF'\n")
         .nth(1)

@@ -1,6 +1,6 @@
 //! Tests that need no cluster: the CRD, `render`, `convert`, the seeds, what ships (config/,
-//! Dockerfile, README), the demo's outcomes (it starts its own simulator) and the layers of
-//! the source tree. One binary, so the operator is linked once.
+//! Dockerfile), the demo's outcomes in docs/demo.md (it starts its own simulator), the layers
+//! of the source tree and the repository paths the docs name. One binary, so the operator is linked once.
 
 // The demo's own modules, as `cargo run --example local` builds them.
 #[allow(dead_code)]
@@ -13,6 +13,7 @@ mod convert;
 mod crd;
 mod demo_table;
 mod layers;
+mod paths;
 mod render;
 mod seeds;
 mod shipping;

@@ -1,6 +1,6 @@
 //! The install manifests: `kubectl kustomize config/default` renders the operator alone (never
 //! the CRD or the namespace, so uninstalling cannot lose jobs), `config/crd`, `config/namespace`
-//! and `config/prometheus` the rest; the Deployment is hardened as the README says, users get
+//! and `config/prometheus` the rest; the Deployment is hardened as docs/install.md says, users get
 //! TFJobs through aggregated roles. Needs `kubectl` (CI installs it).
 
 use std::process::Command;

@@ -192,11 +192,11 @@ async fn active_deadline_seconds_cleans_pods_and_services() {
 /// running, `backoffLimit: 4`, cleanPodPolicy All; Kubeflow fails the job as the fourth restart
 /// is counted (restarts ≥ limit) and deletes all six pods and services.
 ///
-/// **Documented difference** (README, "What we do differently": `backoffLimit`): our limit is
-/// Kubernetes Job's count of retries — `backoffLimit: 4` lets four restarts happen and the
-/// failure that would need a fifth fails the job. So with limit 4 the job goes on (and
-/// succeeds); with limit 3 the fourth restart fails it, as Kubeflow's limit 4 does, and
-/// everything is deleted.
+/// **Documented difference** (README, "What we do differently": `backoffLimit`;
+/// docs/behaviour.md §6.4): our limit is Kubernetes Job's count of retries — `backoffLimit: 4`
+/// lets four restarts happen and the failure that would need a fifth fails the job. So with
+/// limit 4 the job goes on (and succeeds); with limit 3 the fourth restart fails it, as
+/// Kubeflow's limit 4 does, and everything is deleted.
 #[tokio::test]
 async fn backoff_for_on_failure() {
     let c = TestCluster::start("kf-bof").await;
@@ -386,7 +386,7 @@ async fn create_new_service() {
         assert_eq!(spec.selector.as_ref(), Some(&labels), "{svc}");
         assert_eq!(spec.cluster_ip.as_deref(), Some("None"), "{svc}");
         // Kubeflow's service has no publishNotReadyAddresses: a documented difference (README,
-        // "What we do differently": peers' names resolve before they are ready).
+        // "What we do differently": peers' DNS names; docs/behaviour.md §4).
         assert_eq!(spec.publish_not_ready_addresses, Some(true), "{svc}");
         // The API server's defaults (the simulator does not default every field).
         let defaulted = |v: Option<&str>, d: &str| {

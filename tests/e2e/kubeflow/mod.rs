@@ -11,8 +11,8 @@
 //! are reached the way a user reaches them: pods scripted by `sim.tfjob.dev/*` annotations,
 //! and, where Kubeflow's fixture is children or a status left by an earlier controller, those
 //! objects written before the operator starts (as `takeover.rs` does). A case whose outcome we
-//! change on purpose asserts our rule and names the row of the README's "What we do
-//! differently" that explains it.
+//! change on purpose asserts our rule and names the row of the README's table "What we do
+//! differently" that explains it (each row links to its rule in docs/behaviour.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

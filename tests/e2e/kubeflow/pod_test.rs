@@ -72,7 +72,7 @@ async fn cluster_spec() {
 /// pod_test.go "Test IsDistributed / should returns correctly": a job is distributed (its
 /// pods get `TF_CONFIG`) unless it has exactly one replica. Kubeflow's (0 workers, 1 PS) is
 /// a job nobody can complete: **documented difference** (README, "What we do differently":
-/// jobs that could never succeed are refused up front) — the API server refuses it.
+/// invalid specs, jobs that could never succeed are refused up front; docs/behaviour.md §3) — the API server refuses it.
 #[tokio::test]
 async fn is_distributed() {
     let c = TestCluster::start("kf-distributed").await;

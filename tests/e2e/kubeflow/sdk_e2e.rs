@@ -56,7 +56,7 @@ async fn test_sdk_e2e() {
 /// `verify_unschedulable_job_e2e`, three looks); updated to `minAvailable: 1` it succeeds
 /// with `verify_job_e2e`'s conditions. Beside Kubeflow's outcome, ours says why it waits: an
 /// impossible `minAvailable` is reported in a `ReplicaFailure` condition instead of a gang
-/// that never starts (README, "What we do differently": gang scheduling).
+/// that never starts (README, "What we do differently": gang scheduling; docs/behaviour.md §8).
 #[tokio::test]
 async fn test_sdk_e2e_with_gang_scheduling() {
     let Some(mut c) = crate::gang::gang_cluster("kf-sdk-gang", crate::gang::PLUGINS_CRD).await

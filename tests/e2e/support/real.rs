@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// Where the real tier's pieces are, from the environment `testcluster/test` sets up.
+/// Where the real tier's pieces are, from the environment `testcluster/e2e` sets up.
 #[derive(Clone, Debug)]
 pub struct RealTier {
     /// The admin's kubeconfig (`KUBECONFIG`), as the tests and kubectl use it.
