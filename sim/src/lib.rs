@@ -152,7 +152,6 @@ impl Sim {
         let nodes: Vec<String> = (0..opts.nodes).map(|i| format!("sim-node-{i}")).collect();
         seed(&store, &nodes)?;
         let faults = Arc::new(Faults::new(opts.seed));
-        let (epoch, _) = tokio::sync::watch::channel(0u64);
         let state = Arc::new(server::State {
             store: store.clone(),
             faults: faults.clone(),
@@ -160,7 +159,7 @@ impl Sim {
             freeze: Arc::new(chaos::freeze::Freeze::default()),
             addr,
             bookmark_interval: opts.bookmark_interval,
-            watch_epoch: epoch,
+            watch_cuts: Default::default(),
         });
         let (shutdown, rx) = tokio::sync::watch::channel(false);
         let control = Arc::new(Control::default());
@@ -250,11 +249,23 @@ impl SimHandle {
     }
     /// End every open watch connection (clients re-watch from their last resourceVersion).
     pub fn drop_watches(&self) {
-        self.state.watch_epoch.send_modify(|e| *e += 1);
+        self.state.watch_cuts.all();
+    }
+    /// End the open watch connections of these resources (plurals: "pods", "services",
+    /// "tfjobs") and no other; their clients re-watch from their last resourceVersion.
+    pub fn drop_watches_of(&self, plurals: &[&str]) {
+        self.state.watch_cuts.of(plurals);
     }
     /// Forget the watch history: re-watching from an older resourceVersion yields 410.
     pub fn compact_history(&self) {
         self.store.compact_history();
+    }
+    /// Forget the watch history of these resources alone (plurals of any group): their
+    /// re-watches from an older resourceVersion get 410 and the client re-lists, while the
+    /// watches of other resources resume where they were, as when one of the API server's
+    /// per-resource watch caches loses its window.
+    pub fn compact_history_of(&self, plurals: &[&str]) {
+        self.store.compact_history_of(plurals);
     }
     /// An API server restart as clients see it: every watch drops, state is kept.
     pub fn restart(&self) {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::chaos::faults::Faults;
 use crate::chaos::freeze::Freeze;
+use crate::chaos::watch_cut::WatchCuts;
 use crate::chaos::watch_delay::WatchDelays;
 use crate::store::Store;
 
@@ -19,6 +20,6 @@ pub struct State {
     pub freeze: Arc<Freeze>,
     pub addr: SocketAddr,
     pub bookmark_interval: Duration,
-    /// Bumped to end every open watch (dropped connections, restarts).
-    pub watch_epoch: tokio::sync::watch::Sender<u64>,
+    /// Ends open watches (dropped connections, restarts, one resource's watch cache reset).
+    pub watch_cuts: WatchCuts,
 }

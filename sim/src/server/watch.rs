@@ -15,6 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::respond::{self, Body};
 use super::target::{Filter, Req, TableRequest, Target};
 use crate::chaos::freeze::Freeze;
+use crate::chaos::watch_cut::CutSignal;
 use crate::chaos::watch_delay::Pending;
 use crate::store::{ApiError, EventType, WatchEvent};
 
@@ -28,7 +29,7 @@ struct Watcher {
     /// The client's user agent and the freeze that may hold its deliveries.
     user_agent: String,
     freeze: Arc<Freeze>,
-    epoch: tokio::sync::watch::Receiver<u64>,
+    cut: CutSignal,
 }
 
 impl Watcher {
@@ -43,10 +44,10 @@ impl Watcher {
         // A frozen client receives nothing more; its stream ends when it is unfrozen (or
         // watches are dropped), and the client re-watches from the last event it got.
         if self.freeze.is_frozen(&self.user_agent) {
-            let mut epoch = self.epoch.clone();
+            let mut cut = self.cut.clone();
             tokio::select! {
                 _ = self.freeze.wait_thawed(&self.user_agent) => {}
-                _ = epoch.changed() => {}
+                _ = cut.cut() => {}
             }
             return false;
         }
@@ -114,7 +115,7 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         sub: None,
     };
     let table = TableRequest::of(req)?;
-    let mut epoch = req.state.watch_epoch.subscribe();
+    let mut cut = req.state.watch_cuts.subscribe(&t.rt.plural);
     let user_agent = req
         .headers
         .get(http::header::USER_AGENT)
@@ -129,7 +130,7 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
         progress: 0,
         user_agent,
         freeze: req.state.freeze.clone(),
-        epoch: epoch.clone(),
+        cut: cut.clone(),
     };
     let sub = req.state.store.watch(&t.st.storage, from);
     let interval = req.state.bookmark_interval;
@@ -193,7 +194,7 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
                 }
                 _ = tick.tick(), if bookmarks => if !w.bookmark(false).await { return },
                 _ = sleep_until(deadline) => return,
-                _ = epoch.changed() => return,
+                _ = cut.cut() => return,
             }
         }
     });

@@ -78,6 +78,9 @@ pub(crate) struct Inner {
     history_cap: usize,
     /// Watches may start from any resourceVersion >= this one.
     history_start: u64,
+    /// Per resource, a later start: that resource's history was compacted on its own (as one
+    /// resource's watch cache in the API server can lose its window while another keeps it).
+    resource_history_start: BTreeMap<ResourceId, u64>,
     pub(super) next_cluster_ip: u32,
 }
 
@@ -108,6 +111,7 @@ impl Store {
             history: VecDeque::new(),
             history_cap: opts.history.max(1),
             history_start: 0,
+            resource_history_start: BTreeMap::new(),
             next_cluster_ip: 10,
         };
         Self {
@@ -191,10 +195,10 @@ impl Store {
         };
         match from {
             None => sub.snapshot = inner.list(storage, None).cloned().collect(),
-            Some(rv) if rv < inner.history_start => {
+            Some(rv) if rv < inner.history_start_of(storage) => {
                 return Err(ApiError::expired(format!(
                     "too old resource version: {rv} ({})",
-                    inner.history_start
+                    inner.history_start_of(storage)
                 )));
             }
             Some(rv) => {
@@ -215,9 +219,31 @@ impl Store {
         inner.history.clear();
         inner.history_start = inner.rv;
     }
+
+    /// Forget the event history of the resources with these plurals alone: their watches from
+    /// an older resourceVersion get 410, other resources' watches still resume.
+    pub fn compact_history_of(&self, plurals: &[&str]) {
+        let mut inner = self.lock();
+        let rv = inner.rv;
+        let storages: Vec<ResourceId> = inner
+            .registry
+            .storages()
+            .filter(|id| plurals.contains(&id.plural.as_str()))
+            .cloned()
+            .collect();
+        for storage in storages {
+            inner.resource_history_start.insert(storage, rv);
+        }
+    }
 }
 
 impl Inner {
+    /// The oldest resourceVersion a watch of `storage` may start from.
+    fn history_start_of(&self, storage: &ResourceId) -> u64 {
+        let own = self.resource_history_start.get(storage).copied();
+        own.map_or(self.history_start, |own| own.max(self.history_start))
+    }
+
     pub(super) fn get(&self, id: &ResourceId, ns: &str, name: &str) -> Option<&Arc<Value>> {
         self.objects
             .get(id)?

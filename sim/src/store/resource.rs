@@ -197,6 +197,10 @@ impl Registry {
     pub fn get(&self, id: &ResourceId) -> Option<&ResourceType> {
         self.types.get(id)
     }
+    /// Where each served resource is stored.
+    pub fn storages(&self) -> impl Iterator<Item = &ResourceId> {
+        self.types.values().map(|t| &t.storage)
+    }
     /// The resource served at `/apis/<group>/<version>/<plural>`.
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
         self.types
