@@ -5,6 +5,7 @@ mod cache;
 mod common;
 mod r10_recreated_job;
 mod r11_soak;
+mod r12_child_watch_paths;
 mod r1_api_errors;
 mod r2_kill;
 mod r3_watch_delays;
