@@ -9,6 +9,8 @@
 //! - `in_cluster`: the operator as its users run it, `kubectl apply -k config/default` with the
 //!   image built from the Dockerfile.
 //! - `image`: that image is the Dockerfile's runtime stage; `config/` names it.
+//! - `helm`: the Helm chart with that image: taking over from Kubeflow, upgrades, a rollback,
+//!   uninstalling and installing again, with jobs running through each.
 //! - `killed`: a worker killed mid-training under Never, Always and ExitCode (today's outcome;
 //!   OnFailure's in-place restarts are in `recovery`).
 //! - `recovery`: whole-job restart (`tfjob-operator.dev/restart-scope: Job`) with real
@@ -21,6 +23,8 @@
 
 #[path = "node/cluster.rs"]
 mod cluster;
+#[path = "node/helm.rs"]
+mod helm;
 #[path = "node/image.rs"]
 mod image;
 #[path = "node/in_cluster.rs"]

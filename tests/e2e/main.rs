@@ -8,6 +8,7 @@
 mod support;
 
 mod binary;
+mod chart;
 mod cluster;
 mod convert;
 mod failures;

@@ -1,5 +1,5 @@
 //! Tests that need no cluster: the CRD, `render`, `convert`, the seeds, what ships (config/,
-//! Dockerfile), the demo's outcomes in docs/demo.md (it starts its own simulator), the layers
+//! Dockerfile, the Helm chart), the demo's outcomes in docs/demo.md (it starts its own simulator), the layers
 //! of the source tree and the repository paths the docs name. One binary, so the operator is linked once.
 
 // The demo's own modules, as `cargo run --example local` builds them.
@@ -9,6 +9,7 @@ mod demo;
 #[path = "../../examples/local/watch.rs"]
 mod watch;
 
+mod chart;
 mod convert;
 mod crd;
 mod demo_table;
@@ -17,3 +18,5 @@ mod paths;
 mod render;
 mod seeds;
 mod shipping;
+mod tools;
+mod workflow;
