@@ -238,10 +238,11 @@ async fn chart_renders_objects_the_api_server_accepts_and_a_restricted_pod() {
     )
     .expect_err("a pod allowed to run as root was admitted under restricted");
     assert!(err.contains("violates PodSecurity"), "{err}");
+    // (Kubernetes objects inside a value, such as affinity, are checked by the API server.)
     let unknown = template(
         "tfjob-operator",
         "kubeflow",
-        &["--set", "resources.limitz.cpu=1"],
+        &["--set", "affinity.nodeAffinity.preferredDuringScheduling=1"],
     );
     assert!(
         kubectl(
@@ -250,7 +251,7 @@ async fn chart_renders_objects_the_api_server_accepts_and_a_restricted_pod() {
             Some(&unknown)
         )
         .is_err(),
-        "resources.limitz was accepted"
+        "affinity.nodeAffinity.preferredDuringScheduling was accepted"
     );
 }
 
@@ -264,8 +265,8 @@ async fn chart_watching_a_namespace_runs_a_job_on_its_roles_alone() {
     let helm = tool("TFJOB_HELM4");
     let kubeconfig = real.admin_kubeconfig.to_str().unwrap().to_string();
     // Installed for real, in the test's namespace, watching only it: no CRD (crds/ is
-    // installed), no replicas (kwok's pods run nothing): the binary runs as the chart's
-    // ServiceAccount instead.
+    // installed), no replicas (this control plane runs no Deployment controller): the binary
+    // runs as the chart's ServiceAccount instead.
     let release = ns.clone();
     let out = run(
         &helm,
@@ -283,7 +284,6 @@ async fn chart_watching_a_namespace_runs_a_job_on_its_roles_alone() {
             "replicas=0",
             "--set",
             &format!("watchNamespaces={{{ns}}}"),
-            "--wait",
         ],
         None,
     )
