@@ -4,9 +4,9 @@
 //! --validate=strict` (no unknown or ill-typed field), its operator pod is admitted in a namespace
 //! enforcing Pod Security `restricted`; and with `watchNamespaces` the operator, installed by
 //! `helm install` and run with its ServiceAccount's token, runs a job on the Roles the chart
-//! gives it alone, with no right outside that namespace. Offline checks of the same chart:
-//! `tests/offline/chart.rs`; install, upgrade, rollback and takeover on a real node:
-//! `tests/node/helm.rs`.
+//! gives it alone, with no right outside that namespace. Taking over Kubeflow's CRD with helm 3
+//! and 4: `chart_takeover`; offline checks of the same chart: `tests/offline/chart.rs`;
+//! install, upgrade, rollback and takeover with jobs running on a real node: `tests/node/helm.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,12 +19,12 @@ use tfjob_operator::crd::ConditionType;
 use crate::support::real::OperatorProcess;
 use crate::support::{RealTier, TestCluster, has_condition, job};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/tfjob-operator");
+pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+pub const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/tfjob-operator");
 
 /// What `testcluster/tools --env` says (helm, the Prometheus Operator's CRDs), unless the
 /// environment says it already (`testcluster/e2e` exports it).
-fn tool(var: &str) -> PathBuf {
+pub fn tool(var: &str) -> PathBuf {
     static TOOLS: OnceLock<BTreeMap<String, String>> = OnceLock::new();
     if let Some(v) = std::env::var_os(var) {
         return v.into();
@@ -51,7 +51,7 @@ fn tool(var: &str) -> PathBuf {
         .into()
 }
 
-fn run(program: &Path, args: &[&str], input: Option<&str>) -> Result<String, String> {
+pub fn run(program: &Path, args: &[&str], input: Option<&str>) -> Result<String, String> {
     use std::io::Write;
     let mut child = Command::new(program)
         .args(args)
@@ -78,7 +78,7 @@ fn run(program: &Path, args: &[&str], input: Option<&str>) -> Result<String, Str
 }
 
 /// `kubectl --kubeconfig <admin> ARGS` with INPUT on its standard input.
-fn kubectl(real: &RealTier, args: &[&str], input: Option<&str>) -> Result<String, String> {
+pub fn kubectl(real: &RealTier, args: &[&str], input: Option<&str>) -> Result<String, String> {
     let mut all = vec!["--kubeconfig", real.admin_kubeconfig.to_str().unwrap()];
     all.extend_from_slice(args);
     run(&real.kubectl, &all, input)

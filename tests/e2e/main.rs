@@ -9,6 +9,7 @@ mod support;
 
 mod binary;
 mod chart;
+mod chart_takeover;
 mod cluster;
 mod convert;
 mod failures;

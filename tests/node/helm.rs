@@ -69,8 +69,10 @@ impl<'a> Helm<'a> {
     }
 
     fn run(&self, args: &[&str]) -> String {
+        let start = std::time::Instant::now();
         let out = self.try_run(args).unwrap_or_else(|e| panic!("{e}"));
-        eprintln!("$ {} {}\n{out}", self.name, args.join(" "));
+        let took = start.elapsed().as_secs_f64();
+        eprintln!("$ {} {} ({took:.1} s)\n{out}", self.name, args.join(" "));
         out
     }
 }
@@ -133,8 +135,11 @@ fn sleeping_job(node: &Node, ns: &str, name: &str, seconds: u32) -> Value {
     })
 }
 
-/// The job's pods: name → (uid, restarts).
-fn job_pods(ns: &Namespace, job: &str) -> BTreeMap<String, (String, i64)> {
+/// A job's pods: name → (uid, restarts).
+type Pods = BTreeMap<String, (String, i64)>;
+
+/// The job's pods.
+fn job_pods(ns: &Namespace, job: &str) -> Pods {
     ns.get(&[
         "pods",
         "-l",
@@ -156,7 +161,7 @@ fn job_pods(ns: &Namespace, job: &str) -> BTreeMap<String, (String, i64)> {
 }
 
 /// Waits until the job's 2 pods run; returns them.
-fn running_pods(ns: &Namespace, job: &str) -> BTreeMap<String, (String, i64)> {
+fn running_pods(ns: &Namespace, job: &str) -> Pods {
     wait_for(&format!("{job}'s 2 pods running"), 90, || {
         let pods = ns.get(&[
             "pods",
@@ -173,7 +178,7 @@ fn running_pods(ns: &Namespace, job: &str) -> BTreeMap<String, (String, i64)> {
 }
 
 /// The job is still running, on the same pods, none restarted.
-fn untouched(ns: &Namespace, job: &str, pods: &BTreeMap<String, (String, i64)>, after: &str) {
+fn untouched(ns: &Namespace, job: &str, pods: &Pods, after: &str) {
     let j = ns.get(&["tfjob", job]);
     assert!(
         finished(&j).is_none(),
@@ -187,7 +192,7 @@ fn untouched(ns: &Namespace, job: &str, pods: &BTreeMap<String, (String, i64)>, 
     );
 }
 
-fn succeeded(ns: &Namespace, job: &str, pods: &BTreeMap<String, (String, i64)>) {
+fn succeeded(ns: &Namespace, job: &str, pods: &Pods) {
     let j = ns.wait_finished(job, 180);
     assert_eq!(
         finished(&j),
@@ -366,104 +371,24 @@ fn helm_takes_over_from_kubeflow_upgrades_rolls_back_uninstalls_and_reinstalls_w
         node: &node,
         helm: &helm,
     };
-
-    // Kubeflow's CRD and a job its controller was running.
-    install_kubeflows_crd(&node);
     let ns = node.namespace("helm-jobs");
-    kubeflows_running_job(&node, &ns, "legacy", 45);
-    let legacy = running_pods(&ns, "legacy");
-    let before = ns.get(&["tfjob", "legacy"]);
 
-    // The takeover, as docs/install.md says (helm 4 applies server-side: --force-conflicts
-    // takes the fields Kubeflow's `kubectl apply --server-side` set).
-    let out = helm.run(&[
-        "install",
-        RELEASE,
-        CHART,
-        "--namespace",
-        NS,
-        "--take-ownership",
-        "--force-conflicts",
-        "--wait",
-        "--timeout",
-        "120s",
-    ]);
-    assert!(out.contains("STATUS: deployed"), "{out}");
-    let pods = rolled_out(&node, "0.1.0");
-    assert_crd_is_ours(&node);
-    untouched(&ns, "legacy", &legacy, "the takeover");
-    succeeded(&ns, "legacy", &legacy);
-    let after = ns.get(&["tfjob", "legacy"]);
-    for t in ["Created", "Running"] {
-        let (b, a) = (
-            condition(&before, t).unwrap(),
-            condition(&after, t).unwrap(),
-        );
-        assert_eq!(
-            b["lastTransitionTime"], a["lastTransitionTime"],
-            "{t} carried over"
-        );
-    }
-    eprintln!("took over from Kubeflow with {pods:?}");
-
-    // A job through two upgrades and a rollback.
-    node.apply(&sleeping_job(&node, &ns.name, "through", 90));
+    let (legacy, first) = take_over(&node, &helm, &ns);
+    // A job through two upgrades and a rollback (legacy, still running, too).
+    node.apply(&sleeping_job(&node, &ns.name, "through", 75));
     let through = running_pods(&ns, "through");
-    let changed = helm.run(&[
-        "upgrade",
-        RELEASE,
-        CHART,
-        "--namespace",
-        NS,
-        "--reuse-values",
-        "--set",
-        "logFormat=text",
-        "--wait",
-    ]);
-    assert!(changed.contains("REVISION: 2"), "{changed}");
-    let second = rolled_out(&node, "0.1.0");
-    assert!(
-        second.keys().all(|p| !pods.contains_key(p)),
-        "the value change rolled no pod: {second:?}"
+    upgrade_and_roll_back(
+        &node,
+        &helm,
+        &ns,
+        &first,
+        &[("through", &through), ("legacy", &legacy)],
     );
-    untouched(&ns, "through", &through, "upgrade 2 (logFormat)");
-
-    let deployment = node.get(&["-n", NS, "deployment", "helm-tfjob-operator"]);
-    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap();
-    let next = tag_next(&node, image);
-    helm.run(&[
-        "upgrade",
-        RELEASE,
-        CHART,
-        "--namespace",
-        NS,
-        "--reuse-values",
-        "--set",
-        &format!("image.tag={NEXT_TAG}"),
-        "--wait",
-    ]);
-    rolled_out(&node, NEXT_TAG);
-    untouched(&ns, "through", &through, "upgrade 3 (image tag)");
-    eprintln!("upgraded to {next}");
-
-    helm.run(&["rollback", RELEASE, "2", "--namespace", NS, "--wait"]);
-    rolled_out(&node, "0.1.0");
-    untouched(&ns, "through", &through, "the rollback to revision 2");
-    let history = helm.run(&["history", RELEASE, "--namespace", NS]);
-    assert_eq!(
-        history
-            .lines()
-            .filter(|l| l.contains("Rollback to 2"))
-            .count(),
-        1,
-        "{history}"
-    );
+    succeeded(&ns, "legacy", &legacy);
     succeeded(&ns, "through", &through);
 
     // Uninstalled with a job running: the CRD and every TFJob stay, its pods run on.
-    node.apply(&sleeping_job(&node, &ns.name, "across", 30));
+    node.apply(&sleeping_job(&node, &ns.name, "across", 25));
     let across = running_pods(&ns, "across");
     let out = helm.run(&["uninstall", RELEASE, "--namespace", NS, "--wait"]);
     assert!(out.contains("kept due to the resource policy"), "{out}");
@@ -475,7 +400,6 @@ fn helm_takes_over_from_kubeflow_upgrades_rolls_back_uninstalls_and_reinstalls_w
         ns.kubectl(&["get", "tfjob", job]);
     }
     untouched(&ns, "across", &across, "helm uninstall");
-
     // Installed again: the release adopts the CRD it kept, the operator the job.
     helm.run(&["install", RELEASE, CHART, "--namespace", NS, "--wait"]);
     rolled_out(&node, "0.1.0");
@@ -483,8 +407,120 @@ fn helm_takes_over_from_kubeflow_upgrades_rolls_back_uninstalls_and_reinstalls_w
     succeeded(&ns, "across", &across);
 }
 
+/// Kubeflow's CRD and a job its controller was running, then the takeover as docs/install.md
+/// says (helm 4 applies server-side: --force-conflicts takes the fields Kubeflow's `kubectl
+/// apply --server-side` set): the job's pods and the operator's, once rolled out.
+fn take_over(node: &Node, helm: &Helm, ns: &Namespace) -> (Pods, BTreeMap<String, String>) {
+    install_kubeflows_crd(node);
+    kubeflows_running_job(node, ns, "legacy", 40);
+    let legacy = running_pods(ns, "legacy");
+    let before = ns.get(&["tfjob", "legacy"]);
+    let out = helm.run(&[
+        "install",
+        RELEASE,
+        CHART,
+        "--namespace",
+        NS,
+        "--take-ownership",
+        "--force-conflicts",
+        "--wait",
+    ]);
+    assert!(out.contains("STATUS: deployed"), "{out}");
+    let operator = rolled_out(node, "0.1.0");
+    assert_crd_is_ours(node);
+    untouched(ns, "legacy", &legacy, "the takeover");
+    // The operator's first status write (the selector is ours), Kubeflow's conditions kept.
+    let adopted = wait_for("the operator's first status of legacy", 60, || {
+        let j = ns.get(&["tfjob", "legacy"]);
+        j["status"]["replicaStatuses"]["Worker"]["selector"]
+            .is_string()
+            .then_some(j)
+    });
+    for t in ["Created", "Running"] {
+        assert_eq!(
+            condition(&before, t),
+            condition(&adopted, t),
+            "{t} carried over"
+        );
+    }
+    (legacy, operator)
+}
+
+/// `helm upgrade` with a changed value, then with a new image tag, then `helm rollback` to the
+/// first upgrade: each rolls the operator's pods and leaves JOBS' pods alone.
+fn upgrade_and_roll_back(
+    node: &Node,
+    helm: &Helm,
+    ns: &Namespace,
+    first: &BTreeMap<String, String>,
+    jobs: &[(&str, &Pods)],
+) {
+    let unchanged = |after: &str| {
+        for (job, pods) in jobs {
+            assert_eq!(
+                &job_pods(ns, job),
+                *pods,
+                "{job}'s pods after {after} (uid, restarts)"
+            );
+        }
+        untouched(ns, jobs[0].0, jobs[0].1, after);
+    };
+    let out = helm.run(&[
+        "upgrade",
+        RELEASE,
+        CHART,
+        "--namespace",
+        NS,
+        "--reuse-values",
+        "--set",
+        "logFormat=text",
+        "--wait",
+    ]);
+    assert!(out.contains("REVISION: 2"), "{out}");
+    let second = rolled_out(node, "0.1.0");
+    assert!(
+        second.keys().all(|p| !first.contains_key(p)),
+        "the value change rolled no pod: {second:?}"
+    );
+    unchanged("upgrade 2 (logFormat)");
+
+    let deployment = node.get(&["-n", NS, "deployment", "helm-tfjob-operator"]);
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap();
+    tag_next(node, image);
+    let tag = format!("image.tag={NEXT_TAG}");
+    helm.run(&[
+        "upgrade",
+        RELEASE,
+        CHART,
+        "--namespace",
+        NS,
+        "--reuse-values",
+        "--set",
+        &tag,
+        "--wait",
+    ]);
+    rolled_out(node, NEXT_TAG);
+    unchanged("upgrade 3 (image tag)");
+
+    helm.run(&["rollback", RELEASE, "2", "--namespace", NS, "--wait"]);
+    rolled_out(node, "0.1.0");
+    unchanged("the rollback to revision 2");
+    let history = helm.run(&["history", RELEASE, "--namespace", NS]);
+    assert_eq!(
+        history
+            .lines()
+            .filter(|l| l.contains("Rollback to 2"))
+            .count(),
+        1,
+        "{history}"
+    );
+}
+
 /// Uninstalls the release, whatever happened (the CRD stays: keep), and puts crds/'s CRD back
-/// if the test stopped while Kubeflow's was in place (the other tests need ours).
+/// if the test stopped while Kubeflow's was in place, or without one (the other tests need
+/// ours). Never panics: it runs while a failed test unwinds.
 struct Cleanup<'a> {
     node: &'a Node,
     helm: &'a Helm<'a>,
@@ -492,18 +528,19 @@ struct Cleanup<'a> {
 
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
+        let n = self.node;
         let _ = self
             .helm
             .try_run(&["uninstall", RELEASE, "--namespace", NS, "--wait"]);
-        let _ = self
-            .node
-            .try_kubectl(&["delete", "namespace", NS, "--wait=false"]);
-        let versions = self.node.get(&["crd", CRD])["spec"]["versions"]
-            .as_array()
-            .map(Vec::len);
-        if versions == Some(1) {
-            let ours = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/kubeflow.org_tfjobs.yaml");
-            let _ = self.node.try_kubectl(&["replace", "-f", ours]);
+        let _ = n.try_kubectl(&["delete", "namespace", NS, "--wait=false"]);
+        let ours = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/kubeflow.org_tfjobs.yaml");
+        let versions = n
+            .try_kubectl(&["get", "crd", CRD, "-o", "jsonpath={.spec.versions[*].name}"])
+            .map(|v| v.split_whitespace().count());
+        match versions {
+            Ok(1) => drop(n.try_kubectl(&["replace", "-f", ours])),
+            Err(_) => drop(n.try_kubectl(&["create", "-f", ours])),
+            Ok(_) => {}
         }
     }
 }
