@@ -15,8 +15,9 @@ use tokio::sync::watch;
 use crate::crd::cached::CachedJob;
 use crate::crd::labels::{LABEL_OPERATOR_NAME, OPERATOR_NAME};
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
-use crate::runtime::cache::{CachedPod, CachedService, ChildCache};
+use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::podgroups::GroupCache;
+use crate::runtime::store::ChildCache;
 use crate::runtime::watches::{Caches, jobs_applied, owners_to_wake};
 
 /// Watch `namespace` (None = all) and reconcile its TFJobs until `shutdown` resolves.

@@ -53,7 +53,7 @@ pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Acti
         now,
         &shared.settings,
     );
-    let refused = apply::children(&Target::new(shared, &job), &plan)
+    let refused = apply::children(&Target::new(&ctx, &job), &plan)
         .await
         .map_err(Step::WriteChildren.failed())?;
     apply::status::write(shared, &job, plan.status.as_ref())
