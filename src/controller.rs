@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kube::Api;
-use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::reflector;
+use kube::runtime::controller::{Config as ControllerConfig, Controller, Error as ControllerError};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::runtime::{WatchStreamExt, watcher as watch_api};
+use kube::{Api, ResourceExt};
 use tokio::sync::watch;
 
 use crate::crd::cached::CachedJob;
@@ -86,9 +86,24 @@ pub async fn run_scope(
         .default_backoff()
         .reflect(job_writer);
     let memory = shared.clone();
+    // Every trigger handed to kube's controller enters the work-queue ledger (`metrics::queue`).
+    let queue = shared.metrics.queue.clone();
     let jobs_applied = jobs_applied(job_events, jobs.clone(), move |uid| {
         memory.memory.forget(uid)
+    })
+    .inspect(move |job| {
+        if let Ok(job) = job {
+            queue.add(&job.namespace().unwrap_or_default(), &job.name_any());
+        }
     });
+    let queue = shared.metrics.queue.clone();
+    let woken = woken.inspect(move |job: &ObjectRef<CachedJob>| {
+        queue.add(job.namespace.as_deref().unwrap_or_default(), &job.name)
+    });
+    shared.metrics.queue.start();
+    shared.metrics.controller.start(concurrency.max(1));
+    shared.metrics.jobs.count(jobs.clone());
+    let queue = shared.metrics.queue.clone();
     let caches = Caches {
         pods: pod_sync,
         services: service_sync,
@@ -112,10 +127,16 @@ pub async fn run_scope(
         .with_config(ControllerConfig::default().concurrency(in_flight(concurrency)))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "reconcile");
+        .for_each(move |result| {
+            match result {
+                // kube drops a trigger for a job gone from its cache: so does the ledger.
+                Err(ControllerError::ObjectNotFound(job)) => {
+                    queue.forget(job.namespace.as_deref().unwrap_or_default(), &job.name)
+                }
+                Err(e) => tracing::debug!(error = %e, "reconcile"),
+                Ok(_) => {}
             }
+            futures::future::ready(())
         });
     let ready = async move {
         if caches.wait().await {
