@@ -99,22 +99,25 @@ pub fn states(
     (state, side)
 }
 
-/// The time from a job's creation to its first `Running`, when `new` is that first time.
+/// The time from a job's creation to its first `Running`, when `new` is that first time: the
+/// job had neither condition before. (`Restarting` replaces `Running` and the reverse, as
+/// Kubeflow does, so a job running again after a restart had `Restarting`; one that restarted
+/// before it ever ran is not measured.)
 pub fn first_running(
     created: Option<Timestamp>,
     old: Option<&TFJobStatus>,
     new: &TFJobStatus,
 ) -> Option<f64> {
-    let running = |s: &TFJobStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == ConditionType::Running)
-            .cloned()
+    let find =
+        |s: &TFJobStatus, t: ConditionType| s.conditions.iter().find(|c| c.type_ == t).cloned();
+    let ran = |s: &TFJobStatus| {
+        find(s, ConditionType::Running).is_some() || find(s, ConditionType::Restarting).is_some()
     };
-    if old.and_then(running).is_some() {
+    if old.is_some_and(ran) {
         return None;
     }
-    let now_running = running(new).filter(|c| c.status == ConditionStatus::True)?;
+    let now_running =
+        find(new, ConditionType::Running).filter(|c| c.status == ConditionStatus::True)?;
     let took = since(&now_running)?.duration_since(created?);
     Some(took.as_secs_f64().max(0.0))
 }
@@ -320,7 +323,7 @@ mod tests {
             None,
             "already running"
         );
-        let again = status(&[("Running", "False", T0), ("Restarting", "True", T0)]);
+        let again = status(&[("Created", "True", T0), ("Restarting", "True", T0)]);
         let back = status(&[("Running", "True", "2026-01-01T00:09:00Z")]);
         assert_eq!(
             first_running(created, Some(&again), &back),
