@@ -278,3 +278,16 @@ fn the_alerts_pass_their_promtool_unit_tests() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn variables_and_label_values_are_read_as_prometheus_would_run_them() {
+    assert_eq!(
+        substituted(r#"rate(x{job=~"$job", a=~"${ns}"}[$__rate_interval])"#),
+        r#"rate(x{job=~".+", a=~".+"}[1m])"#
+    );
+    assert_eq!(
+        crate::expressions::label_values_selector(r#"label_values(up{job=~"$job"}, instance)"#)
+            .as_deref(),
+        Some(r#"up{job=~"$job"}"#)
+    );
+}
