@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use kube::runtime::controller::{Config as ControllerConfig, Controller, Error as ControllerError};
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use kube::{Api, ResourceExt};
@@ -86,23 +86,10 @@ pub async fn run_scope(
         .default_backoff()
         .reflect(job_writer);
     let memory = shared.clone();
-    // Every trigger handed to kube's controller enters the work-queue ledger (`metrics::queue`).
-    let queue = shared.metrics.queue.clone();
     let jobs_applied = jobs_applied(job_events, jobs.clone(), move |uid| {
         memory.memory.forget(uid)
-    })
-    .inspect(move |job| {
-        if let Ok(job) = job {
-            queue.add(&job.namespace().unwrap_or_default(), &job.name_any());
-        }
     });
-    let queue = shared.metrics.queue.clone();
-    let woken = woken.inspect(move |job: &ObjectRef<CachedJob>| {
-        queue.add(job.namespace.as_deref().unwrap_or_default(), &job.name)
-    });
-    shared.metrics.queue.start();
-    shared.metrics.controller.start(concurrency.max(1));
-    shared.metrics.jobs.count(jobs.clone());
+    let (jobs_applied, woken) = counted(&shared, concurrency, &jobs, jobs_applied, woken);
     let queue = shared.metrics.queue.clone();
     let caches = Caches {
         pods: pod_sync,
@@ -148,6 +135,38 @@ pub async fn run_scope(
         _ = controller => {},
         _ = ready => {},
     }
+}
+
+/// The scope's metrics start (at zero, as controller-runtime starts its series), and every
+/// trigger handed to kube's controller, a TFJob's or a child's, enters the work-queue ledger
+/// (`metrics::queue`).
+fn counted<A, W>(
+    shared: &Shared,
+    concurrency: u16,
+    jobs: &Store<CachedJob>,
+    applied: A,
+    woken: W,
+) -> (
+    impl Stream<Item = watcher::Result<CachedJob>> + use<A, W>,
+    impl Stream<Item = ObjectRef<CachedJob>> + use<A, W>,
+)
+where
+    A: Stream<Item = watcher::Result<CachedJob>>,
+    W: Stream<Item = ObjectRef<CachedJob>>,
+{
+    let metrics = &shared.metrics;
+    metrics.queue.start();
+    metrics.controller.start(concurrency.max(1));
+    metrics.jobs.count(jobs.clone());
+    let (queue, also) = (metrics.queue.clone(), metrics.queue.clone());
+    let applied = applied.inspect(move |job| {
+        if let Ok(job) = job {
+            queue.add(&job.namespace().unwrap_or_default(), &job.name_any());
+        }
+    });
+    let woken =
+        woken.inspect(move |job| also.add(job.namespace.as_deref().unwrap_or_default(), &job.name));
+    (applied, woken)
 }
 
 /// Passes kube may hold started at once: four per turn.

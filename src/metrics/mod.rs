@@ -55,8 +55,8 @@ pub struct BuildLabels {
     pub git_commit: &'static str,
 }
 
-/// The commit the binary was built from: `TFJOB_OPERATOR_GIT_COMMIT` at build time (the
-/// image's build sets it), else `unknown`.
+/// The commit the binary was built from: `TFJOB_OPERATOR_GIT_COMMIT` in the build's
+/// environment (a release build sets it), else `unknown`.
 const GIT_COMMIT: &str = match option_env!("TFJOB_OPERATOR_GIT_COMMIT") {
     Some(commit) => commit,
     None => "unknown",

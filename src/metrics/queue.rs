@@ -122,8 +122,8 @@ impl WorkQueue {
     pub fn add(&self, namespace: &str, name: &str) {
         let key = (namespace.to_string(), name.to_string());
         let mut ledger = self.ledger();
-        if !ledger.waiting.contains_key(&key) {
-            ledger.waiting.insert(key, Instant::now());
+        if let std::collections::hash_map::Entry::Vacant(entry) = ledger.waiting.entry(key) {
+            entry.insert(Instant::now());
             self.adds.get_or_create(&self.labels).inc();
         }
     }
