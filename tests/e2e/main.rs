@@ -18,6 +18,8 @@ mod kubeflow;
 mod kueue;
 mod leader;
 mod lifecycle;
+mod metrics;
+mod monitoring;
 mod recovery;
 mod refusals;
 mod restarts;
