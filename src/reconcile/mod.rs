@@ -81,7 +81,7 @@ async fn pass(
         now,
         &shared.settings,
     );
-    let refused = apply::children(&Target::new(&ctx, &job), &plan)
+    let refused = apply::children(&Target::new(ctx, &job), &plan)
         .await
         .map_err(Step::WriteChildren.failed())?;
     apply::status::write(shared, &job, plan.status.as_ref())
