@@ -127,6 +127,19 @@ tc_kueue_bin_dir() {
   echo "$TC_CACHE/kueue-$(tc_kueue_cache_key)/bin"
 }
 
+# Prometheus and promtool (testcluster/monitoring-e2e) have a cache directory of their own, keyed
+# by their build recipe (which pins the version) and the toolchain, like Kueue's.
+tc_prometheus_cache_key() {
+  {
+    cat "$TC_HERE/build-prometheus.sh"
+    GOTOOLCHAIN=local go version
+  } | sha256sum | cut -c1-16
+}
+
+tc_prometheus_bin_dir() {
+  echo "$TC_CACHE/prometheus-$(tc_prometheus_cache_key)/bin"
+}
+
 tc_bin_dir() {
   if [[ -f $TC_DIR/bin-dir ]]; then
     cat "$TC_DIR/bin-dir"

@@ -14,9 +14,10 @@ use crate::metrics::Metrics;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::Settings;
-use crate::runtime::cache::{CachedPod, CachedService, ChildCache};
+use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::recorder::EventRecorder;
+use crate::runtime::store::ChildCache;
 use crate::runtime::watches::Caches;
 
 /// State shared by every pass of every watched namespace.

@@ -20,6 +20,8 @@ mod kubeflow;
 mod kueue;
 mod leader;
 mod lifecycle;
+mod metrics;
+mod monitoring;
 mod recovery;
 mod refusals;
 mod restarts;
