@@ -143,34 +143,30 @@ async fn chart_renders_objects_the_api_server_accepts_and_a_restricted_pod() {
     let Some(real) = c.real.clone() else {
         return eprintln!("skipped: needs a real API server (dry run, Pod Security)");
     };
-    // The ServiceMonitor's CRD, from the Prometheus Operator's module (every-value-values.yaml
-    // turns the ServiceMonitor on).
+    // The ServiceMonitor's and PrometheusRule's CRDs, from the Prometheus Operator's module
+    // (every-value-values.yaml turns both on).
     let crds = tool("TFJOB_PROMETHEUS_OPERATOR_CRDS");
-    let monitor_crd = crds.join("monitoring.coreos.com_servicemonitors.yaml");
-    kubectl(
-        &real,
-        &[
+    for kind in ["servicemonitors", "prometheusrules"] {
+        let crd = crds.join(format!("monitoring.coreos.com_{kind}.yaml"));
+        let crd = crd.to_str().unwrap();
+        let applied = [
             "apply",
             "--server-side",
             "--field-manager",
             "e2e-chart",
             "-f",
-            monitor_crd.to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    kubectl(
-        &real,
-        &[
+            crd,
+        ];
+        kubectl(&real, &applied, None).unwrap_or_else(|e| panic!("{e}"));
+        let name = format!("crd/{kind}.monitoring.coreos.com");
+        let established = [
             "wait",
             "--for=condition=Established",
-            "crd/servicemonitors.monitoring.coreos.com",
+            &name,
             "--timeout=30s",
-        ],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+        ];
+        kubectl(&real, &established, None).unwrap_or_else(|e| panic!("{e}"));
+    }
     // Where the operator's pod must be admitted.
     kubectl(
         &real,

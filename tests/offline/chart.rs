@@ -230,14 +230,22 @@ fn strings(v: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// The chart cannot read outside its folder: the CRD, the alerts and the dashboard it renders
+/// are copies of crds/'s and config/monitoring's, byte for byte.
 #[test]
-fn the_charts_crd_is_the_one_in_crds_byte_for_byte() {
-    let chart = std::fs::read_to_string(format!("{CHART}/files/kubeflow.org_tfjobs.yaml"))
-        .expect("charts/tfjob-operator/files/kubeflow.org_tfjobs.yaml");
-    assert!(
-        chart == include_str!("../../crds/kubeflow.org_tfjobs.yaml"),
-        "charts/tfjob-operator/files/kubeflow.org_tfjobs.yaml differs from crds/; copy it:\n    cp crds/kubeflow.org_tfjobs.yaml charts/tfjob-operator/files/"
-    );
+fn the_charts_files_are_crds_and_config_monitorings_byte_for_byte() {
+    let copies = [
+        ("crds/kubeflow.org_tfjobs.yaml", "kubeflow.org_tfjobs.yaml"),
+        ("config/monitoring/alerts.yaml", "alerts.yaml"),
+        ("config/monitoring/dashboard.json", "dashboard.json"),
+    ];
+    for (source, copy) in copies {
+        let read = |p: String| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+        assert!(
+            read(format!("{CHART}/files/{copy}")) == read(format!("{ROOT}/{source}")),
+            "charts/tfjob-operator/files/{copy} differs from {source}; copy it:\n    cp {source} charts/tfjob-operator/files/"
+        );
+    }
 }
 
 #[test]
@@ -271,13 +279,55 @@ fn at_its_defaults_the_chart_renders_config_default_and_the_crd_of_crds() {
 }
 
 #[test]
-fn with_the_service_monitor_the_chart_adds_config_prometheus() {
+fn with_the_service_monitor_alerts_and_dashboard_the_chart_adds_config_prometheus_and_monitoring() {
     let mut config = kustomize("config/default");
     config.push(crd_of_crds());
     config.extend(kustomize("config/prometheus"));
-    let chart = rendered(&["--set", "metrics.serviceMonitor.enabled=true"]);
+    config.extend(kustomize("config/monitoring"));
+    let chart = rendered(&[
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+        "--set",
+        "metrics.prometheusRule.enabled=true",
+        "--set",
+        "metrics.dashboard.enabled=true",
+    ]);
     let diff = differences(chart, config);
     assert!(diff.is_empty(), "{}", diff.join("\n"));
+}
+
+/// The alerts select the scrape job by the metrics Service's name: another release's.
+#[test]
+fn the_alerts_name_the_releases_metrics_service() {
+    let docs = template(
+        helm4(),
+        &[
+            "--set",
+            "metrics.prometheusRule.enabled=true",
+            "--set",
+            "fullnameOverride=ml-tfjob",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let rule = find(&docs, "PrometheusRule", "ml-tfjob");
+    let exprs: Vec<&str> = rule["spec"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .map(|r| r["expr"].as_str().unwrap())
+        .collect();
+    assert!(exprs.len() >= 5, "{exprs:?}");
+    let text = rule.to_string();
+    assert!(!text.contains("tfjob-operator-metrics"), "{text}");
+    assert!(
+        exprs
+            .iter()
+            .filter(|e| e.contains("job="))
+            .all(|e| e.contains("job=\"ml-tfjob-metrics\"")),
+        "{exprs:#?}"
+    );
+    find(&docs, "Service", "ml-tfjob-metrics");
 }
 
 #[test]
@@ -426,6 +476,16 @@ fn every_value_lands_where_it_says() {
             "crds.keep",
             &find(&docs, "CustomResourceDefinition", "tfjobs.kubeflow.org")["metadata"]["annotations"],
             Value::Null,
+        ),
+        (
+            "metrics.prometheusRule.labels",
+            &find(&docs, "PrometheusRule", "tfjob-operator")["metadata"]["labels"]["release"],
+            json!("prometheus"),
+        ),
+        (
+            "metrics.dashboard.labels",
+            &find(&docs, "ConfigMap", "tfjob-operator-dashboard")["metadata"]["labels"]["grafana_dashboard"],
+            json!("yes"),
         ),
     ];
     let wrong: Vec<String> = cases
@@ -608,6 +668,8 @@ fn every_value_is_in_the_schema_and_in_the_docs_table() {
         "podAnnotations",
         "serviceAccount.annotations",
         "metrics.serviceMonitor.labels",
+        "metrics.prometheusRule.labels",
+        "metrics.dashboard.labels",
     ];
     let mut leaves = Vec::new();
     fn walk(v: &Value, path: String, whole: &[&str], out: &mut Vec<String>) {
