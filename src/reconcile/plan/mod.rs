@@ -2,7 +2,8 @@
 //! and the new status. Pure: no I/O, no clock, no environment, no API client.
 //!
 //! `plan` only composes the rules (`rules/`), each in its own module and each returning its
-//! decision as a value: `restarts` (exit codes, restarts, backoff), `finish` (success,
+//! decision as a value: `restarts` (the restart engine: every failure classified, then one
+//! decision for the pass, per replica or for the whole job), `finish` (success,
 //! failure, cleanup), `timers` (deadline, TTL), `suspend`, `progress`
 //! (Created/Running/Restarting), `scale` (create, scale down), `counts` (replicaStatuses),
 //! `gang` (the PodGroup), `unreadable` (a spec that does not parse). They read the job through
@@ -59,8 +60,7 @@ use conditions::Change;
 use model::{Deletion, EventNote, Observed, Plan, Settings};
 use replicas::Replicas;
 use rules::finish::{self, Cause, Verdict};
-use rules::job_restart::{self, JobRestart};
-use rules::restarts;
+use rules::restarts::{self, Decision, Restarting};
 use rules::timers::{self, Timer};
 use rules::{counts, gang, progress, scale, suspend, unreadable};
 use view::JobView;
@@ -261,171 +261,56 @@ fn run(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
         pass.status.start_time = Some(Time(view.now));
     }
     pass.change(resumed);
-    let restarting = conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
-    let since = startup_since(view, &pass.status);
-    let (startup, late) = timers::startup(view, children, since);
-    let faults = if view.whole_job_restarts() {
-        let (decision, events) = job_restart::decide(
-            view,
-            children,
-            &pass.status,
-            restarting,
-            started,
-            late.clone(),
-        );
-        Faults::WholeJob(decision, events)
-    } else {
-        Faults::Replicas(restarts::scan(
-            view,
-            children,
-            &book.restarts,
-            restarting,
-            started,
-        ))
+    let clocks = timers::clocks(view, children, &pass.status);
+    let decision = restarts::decide(view, children, &pass.status, started, book.clone(), clocks);
+    let verdict = match finish::succeeded(view, children) {
+        true => Some(Verdict::Succeeded),
+        false => decision.fails.clone().map(Verdict::Failed),
     };
-    let deadline = timers::deadline(view, pass.status.start_time.as_ref());
-    let verdict = if finish::succeeded(view, children) {
-        Some(Verdict::Succeeded)
-    } else if let Some(cause) = faults.failure() {
-        Some(Verdict::Failed(cause))
-    } else if deadline == Timer::Due {
-        Some(Verdict::Failed(Cause::Deadline))
-    } else {
-        let seconds = view.recovery.startup_deadline_seconds.unwrap_or_default();
-        late.filter(|_| !view.whole_job_restarts())
-            .map(|(_, late)| Verdict::Failed(Cause::StartupDeadline { seconds, late }))
+    let Some(verdict) = verdict else {
+        return advance(view, children, decision, pass);
     };
-    if let Some(verdict) = verdict {
-        pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-        if faults.failure().is_some() && matches!(verdict, Verdict::Failed(_)) {
-            pass.events(faults.into_events());
-        }
-        return pass.conclude(view, verdict);
+    // The pass that concludes counts the kubelet restarts it saw, not restarts it decided
+    // against.
+    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
+    if matches!(verdict, Verdict::Failed(_)) {
+        pass.events(decision.events);
     }
-    for timer in [deadline, startup] {
-        if let Timer::At(at) = timer {
-            pass.wake_at(at);
-        }
-    }
-    match faults {
-        Faults::Replicas(scan) => advance(view, children, scan, book, pass),
-        Faults::WholeJob(decision, events) => {
-            pass.events(events);
-            pass.events(children.stuck_events(view.namespace));
-            advance_whole_job(view, children, decision, book, pass);
-        }
-    }
+    pass.conclude(view, verdict);
 }
 
-/// The failures of a pass, decided per replica (Kubeflow's way) or for the whole job.
-enum Faults {
-    Replicas(restarts::FailureScan),
-    WholeJob(JobRestart, Vec<EventNote>),
-}
-
-impl Faults {
-    fn failure(&self) -> Option<Cause> {
-        match self {
-            Faults::Replicas(scan) => scan.failure.clone(),
-            Faults::WholeJob(JobRestart::Fails(cause), _) => Some(cause.clone()),
-            Faults::WholeJob(..) => None,
-        }
+/// A job that keeps running applies the restart engine's decision as it is: a whole-job
+/// restart's new attempt, the counts, the deletions; then, while the job runs on, the
+/// missing children are created and the surplus deleted (docs/behaviour.md §6.2); and
+/// Restarting, else Running, follows.
+fn advance(view: &JobView<'_>, children: &Replicas, decision: Decision, pass: &mut Pass) {
+    if let Some(attempt) = decision.next_attempt {
+        pass.status.restart_attempt = Some(attempt);
+        pass.status.restart_time = Some(Time(view.now));
     }
-
-    fn into_events(self) -> Vec<EventNote> {
-        match self {
-            Faults::Replicas(scan) => scan.events,
-            Faults::WholeJob(_, events) => events,
-        }
-    }
-}
-
-/// Where the startup deadline counts from for replicas without a pod: the job's start, or
-/// the moment the latest whole-job restart's pods may be created.
-fn startup_since(view: &JobView<'_>, status: &TFJobStatus) -> Option<Timestamp> {
-    let start = status.start_time.as_ref().map(|t| t.0);
-    let restarted = status
-        .restart_time
-        .as_ref()
-        .filter(|_| view.whole_job_restarts())
-        .and_then(|t| t.0.checked_add(job_restart::backoff(view.attempt)).ok());
-    start.into_iter().chain(restarted).max()
-}
-
-/// A job that keeps running, per replica: create what is missing, drop the surplus,
-/// restart failed replicas (delete their pods), update Running/Restarting.
-fn advance(
-    view: &JobView<'_>,
-    children: &Replicas,
-    scan: restarts::FailureScan,
-    book: counts::RestartBook,
-    pass: &mut Pass,
-) {
-    let restarted: Vec<Deletion> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
-    let book = counts::RestartBook {
-        restarts: scan.counts,
-        ..book
-    };
-    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
-    pass.events(scan.events);
+    pass.status.replica_statuses =
+        counts::replica_statuses(view, children, &decision.book, &decision.delete);
+    pass.events(decision.events);
     pass.events(children.stuck_events(view.namespace));
-    (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
-    let (pods, services) = scale::surplus(view, children);
-    pass.delete(pods.into_iter().chain(restarted), services);
-    match progress::restarting(view, &scan.restarts) {
-        Some(restarting) => pass.change([restarting]),
-        None => progress_running(view, children, pass),
+    let (mut pods, mut services) = (Vec::new(), Vec::new());
+    if decision.runs_on {
+        (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
+        (pods, services) = scale::surplus(view, children);
     }
-}
-
-/// A `restart-scope: Job` job that keeps running (docs/behaviour.md §6.7): a fault restarts
-/// every pod as the next attempt; while a restart is under way nothing is created; else it
-/// runs on like any job.
-fn advance_whole_job(
-    view: &JobView<'_>,
-    children: &Replicas,
-    decision: JobRestart,
-    mut book: counts::RestartBook,
-    pass: &mut Pass,
-) {
-    match decision {
-        JobRestart::Now(fault) => {
-            let attempt = view.attempt.saturating_add(1);
-            pass.status.restart_attempt = Some(attempt);
-            pass.status.restart_time = Some(Time(view.now));
-            let count = book.restarts.entry(fault.t).or_default();
-            *count = count.saturating_add(1);
-            let deleted = job_restart::pods_to_delete(children);
-            pass.status.replica_statuses =
-                counts::replica_statuses(view, children, &book, &deleted);
-            pass.delete(deleted, Vec::new());
-            let (message, event) = progress::restarting_whole_job(view, attempt, &fault);
-            let restarting = Some((REASON_RESTARTING, message));
+    pass.delete(pods.into_iter().chain(decision.delete), services);
+    match decision.restarting {
+        Some(Restarting::Replicas(change)) => pass.change([change]),
+        Some(Restarting::Job(message)) => {
+            let restarting = Some((REASON_RESTARTING, message.clone()));
             let conditions = &mut pass.status.conditions;
             conditions::present_while(conditions, ConditionType::Restarting, restarting, view.now);
-            pass.events([event]);
-            let delay = job_restart::backoff(attempt);
-            if !delay.is_zero()
-                && let Ok(at) = view.now.checked_add(delay)
-            {
-                pass.wake_at(at);
-            }
+            pass.events([EventNote::warning(REASON_RESTARTING, message)]);
         }
-        JobRestart::Waiting { delete, until } => {
-            pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-            pass.delete(delete, Vec::new());
-            if let Some(at) = until {
-                pass.wake_at(at);
-            }
-        }
-        JobRestart::Steady => {
-            pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-            (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
-            let (pods, services) = scale::surplus(view, children);
-            pass.delete(pods, services);
-            progress_running(view, children, pass);
-        }
-        JobRestart::Fails(_) => unreachable!("a failing job concludes before it advances"),
+        None if decision.runs_on => progress_running(view, children, pass),
+        None => {}
+    }
+    if let Some(at) = decision.wake_at {
+        pass.wake_at(at);
     }
 }
 

@@ -4,7 +4,6 @@
 pub mod counts;
 pub mod finish;
 pub mod gang;
-pub mod job_restart;
 pub mod progress;
 pub mod restarts;
 pub mod scale;

@@ -6,8 +6,10 @@
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::crd::TFJobStatus;
 use crate::crd::labels::child_name;
 use crate::reconcile::plan::replicas::{Key, Phase, Replicas};
+use crate::reconcile::plan::rules::restarts::job::attempt_starts;
 use crate::reconcile::plan::view::JobView;
 
 /// A timer's state at `now`.
@@ -48,15 +50,50 @@ fn timer(view: &JobView<'_>, from: Option<&Time>, seconds: Option<i64>) -> Timer
     }
 }
 
+/// What the clocks of a running job say in this pass. They only report; what a late
+/// replica means (the job fails, or restarts) is the restart engine's to decide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Clocks {
+    /// `activeDeadlineSeconds`.
+    pub deadline: Timer,
+    /// The startup deadline: when it falls due next.
+    pub startup: Timer,
+    /// The replica the startup deadline found late, if it is due.
+    pub late: Option<Late>,
+}
+
+/// A replica not running within the startup deadline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Late {
+    pub key: Key,
+    /// `pod j-worker-0 is not running: container tensorflow is waiting: ImagePullBackOff`.
+    pub words: String,
+    /// The deadline, in seconds.
+    pub seconds: i64,
+}
+
+/// The clocks of a running job, from its status.
+pub fn clocks(view: &JobView<'_>, children: &Replicas, status: &TFJobStatus) -> Clocks {
+    let start = status.start_time.as_ref().map(|t| t.0);
+    let since = start.into_iter().chain(attempt_starts(view, status)).max();
+    let (startup, late) = startup(view, children, since);
+    Clocks {
+        deadline: deadline(view, status.start_time.as_ref()),
+        startup,
+        late,
+    }
+}
+
 /// The startup deadline: every replica the job still needs must run within N seconds of
 /// its (re)start. A replica's clock starts when its pod was created; a replica without a
 /// pod (refused, or held during a whole-job restart) counts from `since`, the job's start or
-/// its latest whole-job restart. Returns the timer and, when due, the late replica in words.
-pub fn startup(
+/// the moment its latest whole-job restart's pods may be created. Returns the timer and,
+/// when due, the late replica.
+fn startup(
     view: &JobView<'_>,
     children: &Replicas,
     since: Option<Timestamp>,
-) -> (Timer, Option<(Key, String)>) {
+) -> (Timer, Option<Late>) {
     let Some(seconds) = view.recovery.startup_deadline_seconds else {
         return (Timer::Off, None);
     };
@@ -83,7 +120,14 @@ pub fn startup(
         Some((due, key, words))
     });
     match late.min_by_key(|(due, key, _)| (*due, *key)) {
-        Some((due, key, words)) if due <= view.now => (Timer::Due, Some((key, words))),
+        Some((due, key, words)) if due <= view.now => (
+            Timer::Due,
+            Some(Late {
+                key,
+                words,
+                seconds,
+            }),
+        ),
         Some((due, ..)) => (Timer::At(due), None),
         None => (Timer::Off, None),
     }

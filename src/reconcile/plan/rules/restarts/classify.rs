@@ -1,0 +1,215 @@
+//! What happened to each replica in this pass, and what it calls for (docs/behaviour.md §6.2,
+//! §6.7): the exit-code classes, pods deleted from outside, and the action each failure asks
+//! of the restart engine. Every failure is classified here, for both restart scopes. Pure.
+
+use crate::crd::labels::child_name;
+use crate::crd::recovery::RestartOn;
+use crate::crd::{ReplicaType, RestartPolicy};
+use crate::reconcile::plan::model::EventNote;
+use crate::reconcile::plan::replicas::{ChildPod, Key, Phase, Replicas};
+use crate::reconcile::plan::view::JobView;
+
+/// Event reason naming a failed pod and its exit code.
+pub const REASON_EXITED_WITH_CODE: &str = "ExitedWithCode";
+
+/// How a failed pod is handled under its replica's restart policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureClass {
+    /// The replica failed for good: the job fails.
+    Permanent,
+    /// The replica is restarted (deleted and recreated), within the backoff limit.
+    Retryable,
+}
+
+/// Exit codes that mean "this program will fail again": 0–127 (the program's own codes; 0
+/// means another container failed the pod), 128 (invalid exit argument) and 139 (SIGSEGV).
+/// Every other code (130 SIGINT, 137 SIGKILL/OOM, 138 user-requested retry, 143 SIGTERM,
+/// anything else above 128) was a signal from outside and is worth a retry.
+pub fn exit_code_is_permanent(code: i32) -> bool {
+    matches!(code, 0..=128 | 139)
+}
+
+/// Classifies a failed pod by its replica's restart policy and `tensorflow` exit code.
+/// Under ExitCode, a pod whose `tensorflow` container never terminated (eviction, node
+/// loss) has no code and is retryable: nothing the program did caused it.
+pub fn classify(policy: RestartPolicy, exit_code: Option<i32>) -> FailureClass {
+    match (policy, exit_code) {
+        (RestartPolicy::Never, _) => FailureClass::Permanent,
+        (RestartPolicy::OnFailure | RestartPolicy::Always, _) => FailureClass::Retryable,
+        (RestartPolicy::ExitCode, Some(code)) if exit_code_is_permanent(code) => {
+            FailureClass::Permanent
+        }
+        (RestartPolicy::ExitCode, _) => FailureClass::Retryable,
+    }
+}
+
+/// What a failure asks of the restart engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The replica failed for good: the job fails, unless a whole-job restart of the same
+    /// pass takes the failure along (a peer exiting because of the fault).
+    Fail,
+    /// The replica's pod is deleted (if it is still there) and created again.
+    RestartReplica,
+    /// Every pod of the job restarts together, as the next attempt.
+    RestartJob,
+}
+
+/// One replica's failure in this pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault<'a> {
+    pub key: Key,
+    /// The failed pod; none when it was deleted from outside.
+    pub pod: Option<&'a ChildPod>,
+    pub action: Action,
+    /// What happened, for conditions and events: `pod j-worker-1 exited with code 137
+    /// (OOMKilled)`, `pod j-worker-1 was deleted`.
+    pub words: String,
+}
+
+impl Fault<'_> {
+    pub fn t(&self) -> ReplicaType {
+        self.key.0
+    }
+
+    /// `ExitedWithCode` for a failed pod whose `tensorflow` container exited.
+    pub fn exited_event(&self, namespace: &str) -> Option<EventNote> {
+        exited_event(namespace, self.pod?)
+    }
+}
+
+/// Every replica's failure, in (type, index) order: the order in which failures are decided,
+/// so one pass always decides the same way. `restarting`: Restarting is True; `started`: the
+/// job has a startTime.
+pub fn faults<'a>(
+    view: &JobView<'_>,
+    children: &'a Replicas,
+    restarting: bool,
+    started: bool,
+) -> Vec<Fault<'a>> {
+    view.keys()
+        .into_iter()
+        .filter_map(|key| match children.pods.get(&key) {
+            Some(pod) if pod.terminating || pod.phase != Phase::Failed => None,
+            Some(pod) => Some(Fault {
+                key,
+                pod: Some(pod),
+                action: failed_pod_action(view, key.0, pod)?,
+                words: format!("pod {} {}", pod.name, pod.failure_words()),
+            }),
+            None if vanished(view, children, key, restarting, started) => Some(Fault {
+                key,
+                pod: None,
+                action: restart_action(view),
+                words: format!("pod {} was deleted", child_name(view.name, key.0, key.1)),
+            }),
+            None => None,
+        })
+        .collect()
+}
+
+/// The restart a retryable failure gets: of the replica, or of the whole job under
+/// `restart-scope: Job`.
+fn restart_action(view: &JobView<'_>) -> Action {
+    match view.whole_job_restarts() {
+        true => Action::RestartJob,
+        false => Action::RestartReplica,
+    }
+}
+
+/// A failed pod's action by its replica's restart policy and exit code. Under
+/// `restart-scope: Job`, a pod that never exited by itself (evicted, its node lost) and,
+/// with `restart-on: Any`, every failure restart the job. None: the failure is no fault
+/// (a dynamic worker's, which may come and go).
+fn failed_pod_action(view: &JobView<'_>, t: ReplicaType, pod: &ChildPod) -> Option<Action> {
+    let class = classify(view.restart_policy(t), pod.exit_code);
+    if view.whole_job_restarts() {
+        let retries = view.recovery.restart_on == RestartOn::Any
+            || pod.exit_code.is_none()
+            || class == FailureClass::Retryable;
+        return Some(if retries {
+            Action::RestartJob
+        } else {
+            Action::Fail
+        });
+    }
+    match class {
+        FailureClass::Permanent if t == ReplicaType::Worker && view.dynamic_workers() => None,
+        FailureClass::Permanent => Some(Action::Fail),
+        FailureClass::Retryable => Some(Action::RestartReplica),
+    }
+}
+
+/// A replica whose pod is gone while its service stays, after the job started and outside
+/// a restart: deleted from outside (preemption, node loss, a user). The service outlives
+/// pod restarts, so a live service without its pod marks an index that had a pod. During
+/// Restarting the missing pod is most likely the one this operator deleted, so it is not
+/// counted again. A pod whose create failed never existed (recreating it is no restart), a
+/// replica that succeeded is done whatever became of its pod, and a name a foreign pod holds
+/// is not ours.
+fn vanished(
+    view: &JobView<'_>,
+    children: &Replicas,
+    key: Key,
+    restarting: bool,
+    started: bool,
+) -> bool {
+    let name = child_name(view.name, key.0, key.1);
+    started
+        && !restarting
+        && !children.completed.contains(&key)
+        && children.live_service(key).is_some()
+        && !children.foreign_pods.contains(&name)
+        && !children.never_created.contains(&name)
+}
+
+/// `Pod: <ns>.<pod> exited with code <code>`; none when the container never terminated.
+pub fn exited_event(namespace: &str, pod: &ChildPod) -> Option<EventNote> {
+    let code = pod.exit_code?;
+    Some(EventNote::warning(
+        REASON_EXITED_WITH_CODE,
+        format!("Pod: {namespace}.{} exited with code {code}", pod.name),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_code_classes() {
+        let permanent = [0, 1, 2, 126, 127, 128, 139];
+        let retryable = [130, 137, 138, 143, 255, 129, 200];
+        for code in permanent {
+            assert_eq!(
+                classify(RestartPolicy::ExitCode, Some(code)),
+                FailureClass::Permanent,
+                "{code}"
+            );
+        }
+        for code in retryable {
+            assert_eq!(
+                classify(RestartPolicy::ExitCode, Some(code)),
+                FailureClass::Retryable,
+                "{code}"
+            );
+        }
+        assert_eq!(
+            classify(RestartPolicy::ExitCode, None),
+            FailureClass::Retryable
+        );
+    }
+
+    #[test]
+    fn restart_policy_classes() {
+        for (policy, code, want) in [
+            (RestartPolicy::Never, Some(137), FailureClass::Permanent),
+            (RestartPolicy::Never, None, FailureClass::Permanent),
+            (RestartPolicy::OnFailure, Some(1), FailureClass::Retryable),
+            (RestartPolicy::Always, Some(1), FailureClass::Retryable),
+            (RestartPolicy::Always, None, FailureClass::Retryable),
+        ] {
+            assert_eq!(classify(policy, code), want, "{policy:?} {code:?}");
+        }
+    }
+}

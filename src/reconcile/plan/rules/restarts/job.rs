@@ -1,0 +1,143 @@
+//! Whole-job restart (`tfjob-operator.dev/restart-scope: Job`, docs/behaviour.md §6.7). Under
+//! synchronous training one replica's fault is every replica's: TensorFlow's own guide says
+//! the failed worker and the others must restart together. So a retryable fault of any
+//! replica deletes every pod of the job, waits until they are all gone (no new worker may
+//! meet an old peer), then, after a backoff delay, creates them all again as the next
+//! attempt. Pods of earlier attempts never count: a peer that exits because of the fault,
+//! with any code, before or during the restart, belongs to that restart. Pure.
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::crd::{ReplicaType, TFJobStatus};
+use crate::reconcile::plan::model::Deletion;
+use crate::reconcile::plan::replicas::{ChildPod, Phase, Replicas};
+use crate::reconcile::plan::rules::counts::RestartBook;
+use crate::reconcile::plan::rules::finish::Cause;
+use crate::reconcile::plan::rules::progress;
+use crate::reconcile::plan::rules::restarts::classify::Fault;
+use crate::reconcile::plan::rules::restarts::{Decision, Restarting};
+use crate::reconcile::plan::view::JobView;
+
+/// The delay before the second attempt's pods are created, doubling per restart.
+pub const FIRST_BACKOFF: SignedDuration = SignedDuration::from_secs(10);
+/// The longest delay between attempts.
+pub const MAX_BACKOFF: SignedDuration = SignedDuration::from_secs(300);
+
+/// The wait before creating the pods of `attempt`: none for the first restart (one fault, an
+/// OOM kill or an eviction, is worth an immediate retry), then 10 s doubling to 5 min, the
+/// kubelet's CrashLoopBackOff: a job that keeps failing must not hold the scheduler and its
+/// accelerators in a tight loop, and these are the numbers its users already know.
+pub fn backoff(attempt: i32) -> SignedDuration {
+    if attempt <= 1 {
+        return SignedDuration::ZERO;
+    }
+    let doublings = (attempt - 2).min(10);
+    (FIRST_BACKOFF * (1 << doublings)).min(MAX_BACKOFF)
+}
+
+/// The job restarts as the next attempt for `cause` (the type it hit and what happened),
+/// unless the charged restarts already made use up the `budget` (limit, setting). Every
+/// failed pod of this pass belongs to the restart: a peer exits because of the fault.
+pub fn restart(
+    view: &JobView<'_>,
+    children: &Replicas,
+    faults: &[Fault<'_>],
+    (t, words): (ReplicaType, String),
+    mut book: RestartBook,
+    (limit, setting): (Option<i32>, &'static str),
+) -> Decision {
+    let events = faults
+        .iter()
+        .filter_map(|f| f.exited_event(view.namespace))
+        .collect();
+    let made = book.restarts.values().map(|&c| i64::from(c)).sum::<i64>();
+    if let Some(limit) = limit.filter(|&l| made >= i64::from(l)) {
+        let cause = Cause::JobRestarts {
+            limit,
+            setting,
+            fault: words,
+        };
+        return Decision::failing(cause, events);
+    }
+    let attempt = view.attempt.saturating_add(1);
+    let count = book.restarts.entry(t).or_default();
+    *count = count.saturating_add(1);
+    let delay = backoff(attempt);
+    let wake_at = (!delay.is_zero())
+        .then(|| view.now.checked_add(delay).ok())
+        .flatten();
+    Decision {
+        delete: pods_to_delete(children),
+        book,
+        events,
+        restarting: Some(Restarting::Job(progress::restarting_whole_job(
+            view, attempt, t, &words,
+        ))),
+        next_attempt: Some(attempt),
+        wake_at,
+        ..Decision::default()
+    }
+}
+
+/// A restart still under way: pods of earlier attempts not gone yet (those not deleted yet
+/// are deleted), or its delay not over. Nothing is created meanwhile, and no failure counts:
+/// a peer exiting during the restart, with any code, belongs to it.
+pub fn waiting(
+    view: &JobView<'_>,
+    children: &Replicas,
+    status: &TFJobStatus,
+    book: &RestartBook,
+) -> Option<Decision> {
+    let going: Vec<&ChildPod> = children
+        .earlier_attempts
+        .iter()
+        .filter(|p| p.phase != Phase::Succeeded)
+        .collect();
+    let hold = |delete, wake_at| Decision {
+        delete,
+        book: book.clone(),
+        wake_at,
+        ..Decision::default()
+    };
+    if !going.is_empty() {
+        let delete = going
+            .iter()
+            .filter(|p| !p.terminating)
+            .map(|p| p.deletion())
+            .collect();
+        return Some(hold(delete, None));
+    }
+    let until = attempt_starts(view, status)?;
+    (view.now < until).then(|| hold(Vec::new(), Some(until)))
+}
+
+/// When the pods of the current attempt may be created: the latest restart's decision plus
+/// its delay (none before the first restart).
+pub fn attempt_starts(view: &JobView<'_>, status: &TFJobStatus) -> Option<Timestamp> {
+    let decided = status.restart_time.as_ref()?.0;
+    decided.checked_add(backoff(view.attempt)).ok()
+}
+
+/// The pods a restart deletes: every pod of the job that has not succeeded (finished work
+/// stays finished) and is not already going.
+pub fn pods_to_delete(children: &Replicas) -> Vec<Deletion> {
+    children
+        .pods
+        .values()
+        .chain(&children.earlier_attempts)
+        .filter(|p| p.phase != Phase::Succeeded && !p.terminating)
+        .map(ChildPod::deletion)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_restart_is_immediate_then_the_delay_doubles_to_five_minutes() {
+        let secs: Vec<i64> = (1..=8).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(secs, [0, 10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(backoff(i32::MAX), MAX_BACKOFF);
+    }
+}

@@ -1,0 +1,128 @@
+//! The restart engine (docs/behaviour.md §6.2, §6.4, §6.7): one decision per pass about the
+//! job's failures, whatever the restart scope. `classify` says what happened to each replica
+//! and what it asks for; `replica` restarts replicas one by one (Kubeflow's way) within the
+//! restart budget; `job` restarts every pod together as the next attempt. `decide` puts them
+//! together with the clocks the timers report, in one order, into one `Decision` that the
+//! composer applies as it is. Pure.
+
+pub mod classify;
+pub mod job;
+pub mod replica;
+
+use jiff::Timestamp;
+
+use crate::crd::recovery::MAX_JOB_RESTARTS;
+use crate::crd::{ConditionType, TFJobStatus};
+use crate::reconcile::plan::conditions::{self, Change};
+use crate::reconcile::plan::model::{Deletion, EventNote};
+use crate::reconcile::plan::replicas::Replicas;
+use crate::reconcile::plan::rules::counts::RestartBook;
+use crate::reconcile::plan::rules::finish::Cause;
+use crate::reconcile::plan::rules::timers::{Clocks, Timer};
+use crate::reconcile::plan::view::JobView;
+use classify::Action;
+
+/// What the restart engine decided for one pass of a running job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decision {
+    /// The job fails, and why; then only `events` apply.
+    pub fails: Option<Cause>,
+    /// Pods to delete: those of restarted replicas, of the job restarted, of earlier attempts.
+    pub delete: Vec<Deletion>,
+    /// Whether the job runs on: missing children are created, surplus ones deleted, Running
+    /// follows the pods. Not while a whole-job restart is under way.
+    pub runs_on: bool,
+    /// The restart counts after this pass.
+    pub book: RestartBook,
+    /// `ExitedWithCode` for the failed pods decided on.
+    pub events: Vec<EventNote>,
+    pub restarting: Option<Restarting>,
+    /// The attempt a whole-job restart starts now (`restartTime` is now).
+    pub next_attempt: Option<i32>,
+    /// Come back then at the latest: a clock, or the end of a restart's delay.
+    pub wake_at: Option<Timestamp>,
+}
+
+/// How the `Restarting` condition tells a restart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Restarting {
+    /// Replicas restart: Kubeflow's words, announced when the condition turns True.
+    Replicas(Change<'static>),
+    /// The job restarts as a new attempt: the condition says which and why, and every such
+    /// restart is announced, even while the condition is already True.
+    Job(String),
+}
+
+impl Decision {
+    fn failing(cause: Cause, events: Vec<EventNote>) -> Self {
+        Self {
+            fails: Some(cause),
+            events,
+            ..Self::default()
+        }
+    }
+
+    fn wake(&mut self, at: Timestamp) {
+        self.wake_at = Some(self.wake_at.map_or(at, |t| t.min(at)));
+    }
+}
+
+/// Decides about the job's failures in this pass. `started`: the job had a startTime before
+/// this pass; `book`: the restart counts with this pass's kubelet restarts; `clocks`: what the
+/// timers report. In order: a whole-job restart still under way waits; then the failures
+/// (`classify`): one that restarts the job restarts it (and takes every other failure of the
+/// pass along), else the replicas' failures and restarts are decided one by one; then, if
+/// nothing failed the job, `activeDeadlineSeconds`, then the startup deadline, which fails a
+/// job whose replicas restart alone and restarts one whose pods restart together.
+pub fn decide(
+    view: &JobView<'_>,
+    children: &Replicas,
+    status: &TFJobStatus,
+    started: bool,
+    book: RestartBook,
+    clocks: Clocks,
+) -> Decision {
+    let restarting = conditions::is_true(&status.conditions, ConditionType::Restarting);
+    let late = clocks.late.clone();
+    let mut decision = match job::waiting(view, children, status, &book) {
+        Some(waiting) => waiting,
+        None => {
+            let faults = classify::faults(view, children, restarting, started);
+            let late_job = late.clone().filter(|_| view.whole_job_restarts());
+            let cause = faults
+                .iter()
+                .find(|f| f.action == Action::RestartJob)
+                .map(|f| (f.t(), f.words.clone()))
+                .or(late_job.map(|late| (late.key.0, late.words)));
+            match cause {
+                Some(cause) => job::restart(view, children, &faults, cause, book, budget(view)),
+                None => replica::decide(view, &faults, book, budget(view).0),
+            }
+        }
+    };
+    if decision.fails.is_none() {
+        if clocks.deadline == Timer::Due {
+            return Decision::failing(Cause::Deadline, Vec::new());
+        }
+        if let Some(late) = late.filter(|_| !view.whole_job_restarts()) {
+            let (seconds, late) = (late.seconds, late.words);
+            return Decision::failing(Cause::StartupDeadline { seconds, late }, Vec::new());
+        }
+    }
+    for timer in [clocks.deadline, clocks.startup] {
+        if let Timer::At(at) = timer {
+            decision.wake(at);
+        }
+    }
+    decision
+}
+
+/// The job's restart budget: how many charged restarts it may make (none: no limit), and the
+/// setting that says so: `max-job-restarts` under `restart-scope: Job`, else `backoffLimit`.
+pub fn budget(view: &JobView<'_>) -> (Option<i32>, &'static str) {
+    let whole_job = view.recovery.max_job_restarts;
+    match whole_job.filter(|_| view.whole_job_restarts()) {
+        Some(n) => (Some(n), MAX_JOB_RESTARTS),
+        None => (view.run_policy.backoff_limit, "spec.runPolicy.backoffLimit"),
+    }
+}
