@@ -12,6 +12,7 @@ use crate::crd::TFJob;
 use crate::crd::check::check;
 use crate::crd::defaults::{legacy_run_policy_fields, with_defaults};
 use crate::crd::labels::job_name;
+use crate::crd::settings::JobSettings;
 use crate::crd::validation::{parse_tfjob, validate};
 use crate::reconcile::build::children::{pod, service, template_sets_restart_policy};
 use crate::reconcile::build::gang::{Gang, podgroup, pods as gang_pods};
@@ -120,16 +121,18 @@ fn job_children(
         ));
         job.metadata.name = Some(name);
     }
-    if let Err(errs) = validate(&job) {
-        for e in errs.iter().map(ToString::to_string) {
-            if !problems.contains(&e) {
-                problems.push(e);
+    let settings = match validate(&job) {
+        Ok(settings) if problems.is_empty() => settings,
+        Ok(_) => return Err(problems),
+        Err(errs) => {
+            for e in errs.iter().map(ToString::to_string) {
+                if !problems.contains(&e) {
+                    problems.push(e);
+                }
             }
+            return Err(problems);
         }
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
+    };
     for (field, overridden) in legacy_run_policy_fields(&job.spec) {
         let what = if overridden {
             format!("ignored: spec.runPolicy.{field} is set and wins")
@@ -153,7 +156,7 @@ fn job_children(
     if let Some(gang) = gang {
         out.push(Child::PodGroup(Box::new(gang_group(&job, gang, notes)?)));
     }
-    out.extend(children_of(&job, cluster_domain, gang));
+    out.extend(children_of(&job, cluster_domain, gang, &settings));
     Ok(out)
 }
 
@@ -192,11 +195,16 @@ fn gang_group(
     Ok(group)
 }
 
-fn children_of(job: &TFJob, cluster_domain: Option<&str>, gang: Option<&Gang>) -> Vec<Child> {
+fn children_of(
+    job: &TFJob,
+    cluster_domain: Option<&str>,
+    gang: Option<&Gang>,
+    settings: &JobSettings,
+) -> Vec<Child> {
     let mut out = Vec::new();
     for (t, spec) in job.spec.tf_replica_specs.iter() {
         for i in 0..spec.replicas.unwrap_or_default() {
-            let mut pod = pod(job, t, i, cluster_domain);
+            let mut pod = pod(job, t, i, cluster_domain, settings);
             if let Some(gang) = gang {
                 gang_pods::decorate(&mut pod, gang, job, t);
             }

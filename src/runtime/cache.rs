@@ -25,8 +25,9 @@ use kube::Resource;
 use kube::runtime::watcher::Event;
 use serde::{Deserialize, Deserializer};
 
-use crate::crd::labels::{LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE};
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
+use crate::crd::labels::{
+    LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, LABEL_RESTART_ATTEMPT,
+};
 
 /// The labels a cached child keeps: the ones that say whose it is, which replica, and (under
 /// `restart-scope: Job`) which attempt.

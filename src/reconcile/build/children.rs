@@ -6,11 +6,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::crd::defaults::{TF_CONTAINER, default_tf_port};
+use crate::crd::labels::LABEL_RESTART_ATTEMPT;
 use crate::crd::labels::{
     JOB_ROLE_MASTER, LABEL_JOB_ROLE, child_name, is_master_role, job_name, job_namespace,
     replica_labels,
 };
-use crate::crd::recovery::{LABEL_RESTART_ATTEMPT, Recovery, RestartScope};
+use crate::crd::settings::JobSettings;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob};
 use crate::reconcile::build::tf_config::{TF_CONFIG, tf_config};
 
@@ -30,14 +31,20 @@ pub fn owner_reference(job: &TFJob) -> OwnerReference {
 /// template's), the translated restart policy, the default port and TF_CONFIG.
 /// `job.spec` is assumed defaulted; the port is defaulted here too (idempotent).
 ///
-/// Under `restart-scope: Job` the kubelet never restarts a container (the operator restarts
-/// the whole job, and must see every failure), and the pod carries its attempt's label.
-pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>) -> Pod {
+/// `settings` are the job's own (as validation read them): under `restart-scope: Job` the
+/// kubelet never restarts a container (the operator restarts the whole job, and must see
+/// every failure), and the pod carries its attempt's label.
+pub fn pod(
+    job: &TFJob,
+    t: ReplicaType,
+    index: i32,
+    cluster_domain: Option<&str>,
+    settings: &JobSettings,
+) -> Pod {
     let replica = replica_spec(job, t);
     let template = &replica.template;
     let name = job_name(job);
-    let whole_job =
-        Recovery::of(job.metadata.annotations.as_ref()).is_ok_and(|r| r.scope == RestartScope::Job);
+    let whole_job = settings.whole_job();
 
     let mut labels = template
         .metadata

@@ -54,6 +54,7 @@ pub(crate) mod tests;
 pub mod view;
 
 use crate::crd::cached::Unreadable;
+use crate::crd::settings::JobSettings;
 use crate::crd::validation::validate;
 use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_RESTARTING, TFJob, TFJobStatus};
 use conditions::Change;
@@ -98,8 +99,13 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     if managed_elsewhere || job.metadata.deletion_timestamp.is_some() {
         return Plan::default();
     }
-    let view = JobView::new(job, now, settings);
-    let children = replicas::sort(job, observed, view.counted_attempt());
+    // The job's settings of ours are read once, by validation. A job whose settings do not
+    // read fails before any rule looks at them, and a finished job reads none: both get the
+    // defaults.
+    let validated = validated(job);
+    let job_settings = validated.clone().unwrap_or_default();
+    let view = JobView::new(job, now, settings, job_settings);
+    let children = replicas::sort(job, observed, Some(view.attempt));
     let stored_finished = job.status.as_ref().is_some_and(conditions::is_finished);
     let mut pass = Pass {
         status: job.status.clone().unwrap_or_default(),
@@ -112,9 +118,9 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     if stored_finished {
         finished(&view, &children, &mut pass);
     } else {
-        match invalid(job) {
-            Some(errors) => pass.conclude(&view, Verdict::Failed(Cause::Validation(errors))),
-            None => run(&view, &children, &mut pass),
+        match validated {
+            Err(errors) => pass.conclude(&view, Verdict::Failed(Cause::Validation(errors))),
+            Ok(_) => run(&view, &children, &mut pass),
         }
     }
     let concluded = !stored_finished && conditions::is_finished(&pass.status);
@@ -223,14 +229,15 @@ impl Pass {
     }
 }
 
-/// Every validation problem, joined by "; " so the message stays one line in
-/// `kubectl get -o wide` and in events. Keys of `tfReplicaSpecs` that name no type are
-/// validation's to report; they are checked here too so such a job can never run even if
-/// validation let it through.
-fn invalid(job: &TFJob) -> Option<String> {
+/// The job's settings of ours, or every validation problem, joined by "; " so the message
+/// stays one line in `kubectl get -o wide` and in events. Keys of `tfReplicaSpecs` that name
+/// no type are validation's to report; they are checked here too so such a job can never run
+/// even if validation let it through.
+fn validated(job: &TFJob) -> Result<JobSettings, String> {
     let errors: Vec<String> = match validate(job) {
         Err(errors) => errors.iter().map(ToString::to_string).collect(),
-        Ok(()) => job
+        Ok(settings) if job.spec.tf_replica_specs.rejected_keys.is_empty() => return Ok(settings),
+        Ok(_) => job
             .spec
             .tf_replica_specs
             .rejected_keys
@@ -238,7 +245,7 @@ fn invalid(job: &TFJob) -> Option<String> {
             .map(|k| format!("spec.tfReplicaSpecs[{k}]: Unsupported value: {k:?}"))
             .collect(),
     };
-    (!errors.is_empty()).then(|| errors.join("; "))
+    Err(errors.join("; "))
 }
 
 /// An unfinished, valid job: Created, then suspend, or resume and run to a verdict.

@@ -10,9 +10,8 @@ use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod}
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::crd::defaults::TF_CONTAINER;
-use crate::crd::labels::replica_of;
+use crate::crd::labels::{LABEL_RESTART_ATTEMPT, replica_of};
 use crate::crd::parse_indexes;
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaType, TFJob};
 use crate::reconcile::plan::model::{Deletion, EventNote, Observed};
 

@@ -193,7 +193,7 @@ pub fn cleanup(
         m.starts_with(&backoff_message(view.name))
             || m == deadline_message(view.name)
             || view
-                .recovery
+                .settings
                 .startup_deadline_seconds
                 .is_some_and(|s| m.starts_with(&startup_message(view.name, s)))
     });

@@ -1,7 +1,8 @@
 //! The job's clocks (docs/behaviour.md §6.5, §6.7): activeDeadlineSeconds from `startTime`,
-//! ttlSecondsAfterFinished from `completionTime`, and the startup deadline of
-//! `tfjob-operator.dev/startup-deadline-seconds` from each replica's (re)start. None runs
-//! while the job is suspended. Pure: `now` is an argument.
+//! ttlSecondsAfterFinished from `completionTime`, the startup deadline of
+//! `tfjob-operator.dev/startup-deadline-seconds` from each replica's (re)start, and the delay
+//! between whole-job attempts. None runs while the job is suspended. They report; the rules
+//! say what a clock that ran out means. Pure: `now` is an argument.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -9,7 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::crd::TFJobStatus;
 use crate::crd::labels::child_name;
 use crate::reconcile::plan::replicas::{Key, Phase, Replicas};
-use crate::reconcile::plan::rules::restarts::job::attempt_starts;
 use crate::reconcile::plan::view::JobView;
 
 /// A timer's state at `now`.
@@ -94,7 +94,7 @@ fn startup(
     children: &Replicas,
     since: Option<Timestamp>,
 ) -> (Timer, Option<Late>) {
-    let Some(seconds) = view.recovery.startup_deadline_seconds else {
+    let Some(seconds) = view.settings.startup_deadline_seconds else {
         return (Timer::Off, None);
     };
     if view.suspended() {
@@ -130,5 +130,41 @@ fn startup(
         ),
         Some((due, ..)) => (Timer::At(due), None),
         None => (Timer::Off, None),
+    }
+}
+
+/// The delay before the second attempt's pods are created, doubling per restart.
+pub const FIRST_BACKOFF: SignedDuration = SignedDuration::from_secs(10);
+/// The longest delay between attempts.
+pub const MAX_BACKOFF: SignedDuration = SignedDuration::from_secs(300);
+
+/// The wait before creating the pods of `attempt`: none for the first restart (one fault, an
+/// OOM kill or an eviction, is worth an immediate retry), then 10 s doubling to 5 min, the
+/// kubelet's CrashLoopBackOff: a job that keeps failing must not hold the scheduler and its
+/// accelerators in a tight loop, and these are the numbers its users already know.
+pub fn backoff(attempt: i32) -> SignedDuration {
+    if attempt <= 1 {
+        return SignedDuration::ZERO;
+    }
+    let doublings = (attempt - 2).min(10);
+    (FIRST_BACKOFF * (1 << doublings)).min(MAX_BACKOFF)
+}
+
+/// When the pods of the current attempt may be created: the latest restart's decision plus
+/// its delay (none before the first restart).
+pub fn attempt_starts(view: &JobView<'_>, status: &TFJobStatus) -> Option<Timestamp> {
+    let decided = status.restart_time.as_ref()?.0;
+    decided.checked_add(backoff(view.attempt)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_restart_is_immediate_then_the_delay_doubles_to_five_minutes() {
+        let secs: Vec<i64> = (1..=8).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(secs, [0, 10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(backoff(i32::MAX), MAX_BACKOFF);
     }
 }

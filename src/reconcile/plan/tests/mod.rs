@@ -538,7 +538,7 @@ fn running_job(
         None,
     );
     let mut pods = special;
-    for (t, i) in JobView::new(&j, at(0), &Settings::default()).keys() {
+    for (t, i) in JobView::new(&j, at(0), &Settings::default(), Default::default()).keys() {
         if !taken.pods.contains_key(&(t, i)) {
             pods.push(pod(&j, t, i).running().build());
         }

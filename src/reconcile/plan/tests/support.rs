@@ -14,7 +14,7 @@ use crate::crd::labels::{
 };
 use serde_json::{Value, json};
 
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
+use crate::crd::labels::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob, TFJobSpec};
 use crate::reconcile::build::gang::Gang;
 

@@ -2,7 +2,7 @@
 //! pod, as the next attempt, once the old ones are gone and the backoff delay is over.
 
 use super::*;
-use crate::crd::recovery::{MAX_JOB_RESTARTS, RESTART_ON, RESTART_SCOPE};
+use crate::crd::settings::{MAX_JOB_RESTARTS, RESTART_ON, RESTART_SCOPE};
 
 scenario_group!(cases);
 
@@ -34,7 +34,7 @@ fn restarted(
     s.replica_statuses.entry(Worker).or_default().restarts = Some(attempt);
     let j = annotated(with_status(job("j", specs), s), &[WHOLE]);
     let pods = pods(&j);
-    let services = JobView::new(&j, at(0), &Settings::default())
+    let services = JobView::new(&j, at(0), &Settings::default(), Default::default())
         .keys()
         .into_iter()
         .map(|(t, i)| service(&j, t, i))
@@ -152,7 +152,7 @@ fn cases() -> Vec<Case> {
     );
     let (j, mut pods) = whole_job(&PW, &[], |_| vec![]);
     pods.retain(|p| p.metadata.name.as_deref() != Some("j-worker-1"));
-    let services = JobView::new(&j, at(0), &Settings::default())
+    let services = JobView::new(&j, at(0), &Settings::default(), Default::default())
         .keys()
         .into_iter()
         .map(|(t, i)| service(&j, t, i))

@@ -3,7 +3,7 @@
 //! of the restart engine. Every failure is classified here, for both restart scopes. Pure.
 
 use crate::crd::labels::child_name;
-use crate::crd::recovery::RestartOn;
+use crate::crd::settings::RestartOn;
 use crate::crd::{ReplicaType, RestartPolicy};
 use crate::reconcile::plan::model::EventNote;
 use crate::reconcile::plan::replicas::{ChildPod, Key, Phase, Replicas};
@@ -124,7 +124,7 @@ fn restart_action(view: &JobView<'_>) -> Action {
 fn failed_pod_action(view: &JobView<'_>, t: ReplicaType, pod: &ChildPod) -> Option<Action> {
     let class = classify(view.restart_policy(t), pod.exit_code);
     if view.whole_job_restarts() {
-        let retries = view.recovery.restart_on == RestartOn::Any
+        let retries = view.settings.restart_on == RestartOn::Any
             || pod.exit_code.is_none()
             || class == FailureClass::Retryable;
         return Some(if retries {

@@ -6,8 +6,6 @@
 //! attempt. Pods of earlier attempts never count: a peer that exits because of the fault,
 //! with any code, before or during the restart, belongs to that restart. Pure.
 
-use jiff::{SignedDuration, Timestamp};
-
 use crate::crd::{ReplicaType, TFJobStatus};
 use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::replicas::{ChildPod, Phase, Replicas};
@@ -16,24 +14,8 @@ use crate::reconcile::plan::rules::finish::Cause;
 use crate::reconcile::plan::rules::progress;
 use crate::reconcile::plan::rules::restarts::classify::Fault;
 use crate::reconcile::plan::rules::restarts::{Decision, Restarting};
+use crate::reconcile::plan::rules::timers::{attempt_starts, backoff};
 use crate::reconcile::plan::view::JobView;
-
-/// The delay before the second attempt's pods are created, doubling per restart.
-pub const FIRST_BACKOFF: SignedDuration = SignedDuration::from_secs(10);
-/// The longest delay between attempts.
-pub const MAX_BACKOFF: SignedDuration = SignedDuration::from_secs(300);
-
-/// The wait before creating the pods of `attempt`: none for the first restart (one fault, an
-/// OOM kill or an eviction, is worth an immediate retry), then 10 s doubling to 5 min, the
-/// kubelet's CrashLoopBackOff: a job that keeps failing must not hold the scheduler and its
-/// accelerators in a tight loop, and these are the numbers its users already know.
-pub fn backoff(attempt: i32) -> SignedDuration {
-    if attempt <= 1 {
-        return SignedDuration::ZERO;
-    }
-    let doublings = (attempt - 2).min(10);
-    (FIRST_BACKOFF * (1 << doublings)).min(MAX_BACKOFF)
-}
 
 /// The job restarts as the next attempt for `cause` (the type it hit and what happened),
 /// unless the charged restarts already made use up the `budget` (limit, setting). Every
@@ -111,13 +93,6 @@ pub fn waiting(
     (view.now < until).then(|| hold(Vec::new(), Some(until)))
 }
 
-/// When the pods of the current attempt may be created: the latest restart's decision plus
-/// its delay (none before the first restart).
-pub fn attempt_starts(view: &JobView<'_>, status: &TFJobStatus) -> Option<Timestamp> {
-    let decided = status.restart_time.as_ref()?.0;
-    decided.checked_add(backoff(view.attempt)).ok()
-}
-
 /// The pods a restart deletes: every pod of the job that has not succeeded (finished work
 /// stays finished) and is not already going.
 pub fn pods_to_delete(children: &Replicas) -> Vec<Deletion> {
@@ -128,16 +103,4 @@ pub fn pods_to_delete(children: &Replicas) -> Vec<Deletion> {
         .filter(|p| p.phase != Phase::Succeeded && !p.terminating)
         .map(ChildPod::deletion)
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_restart_is_immediate_then_the_delay_doubles_to_five_minutes() {
-        let secs: Vec<i64> = (1..=8).map(|a| backoff(a).as_secs()).collect();
-        assert_eq!(secs, [0, 10, 20, 40, 80, 160, 300, 300]);
-        assert_eq!(backoff(i32::MAX), MAX_BACKOFF);
-    }
 }

@@ -11,7 +11,7 @@ pub mod replica;
 
 use jiff::Timestamp;
 
-use crate::crd::recovery::MAX_JOB_RESTARTS;
+use crate::crd::settings::MAX_JOB_RESTARTS;
 use crate::crd::{ConditionType, TFJobStatus};
 use crate::reconcile::plan::conditions::{self, Change};
 use crate::reconcile::plan::model::{Deletion, EventNote};
@@ -120,7 +120,7 @@ pub fn decide(
 /// The job's restart budget: how many charged restarts it may make (none: no limit), and the
 /// setting that says so: `max-job-restarts` under `restart-scope: Job`, else `backoffLimit`.
 pub fn budget(view: &JobView<'_>) -> (Option<i32>, &'static str) {
-    let whole_job = view.recovery.max_job_restarts;
+    let whole_job = view.settings.max_job_restarts;
     match whole_job.filter(|_| view.whole_job_restarts()) {
         Some(n) => (Some(n), MAX_JOB_RESTARTS),
         None => (view.run_policy.backoff_limit, "spec.runPolicy.backoffLimit"),
