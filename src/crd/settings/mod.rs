@@ -11,8 +11,11 @@ use std::collections::BTreeMap;
 use super::check::suggestion;
 use super::field_error::FieldError;
 
+pub mod rules;
 #[cfg(test)]
 mod tests;
+
+pub use rules::{FailureRule, RuleAction};
 
 /// The prefix of every annotation (and label) of ours.
 pub const PREFIX: &str = "tfjob-operator.dev/";
@@ -26,13 +29,19 @@ pub const RESTART_ON: &str = "tfjob-operator.dev/restart-on";
 pub const MAX_JOB_RESTARTS: &str = "tfjob-operator.dev/max-job-restarts";
 /// Seconds within which every replica must run after the job (re)starts.
 pub const STARTUP_DEADLINE_SECONDS: &str = "tfjob-operator.dev/startup-deadline-seconds";
+/// How each failure is handled: an ordered list of rules, the first that matches decides.
+pub const FAILURE_RULES: &str = "tfjob-operator.dev/failure-rules";
+/// Success waits up to N seconds for the evaluator to finish after the chief (or worker 0).
+pub const WAIT_FOR_EVALUATOR_SECONDS: &str = "tfjob-operator.dev/wait-for-evaluator-seconds";
 
 /// Every key of ours, in the order the documentation gives them.
-pub const KEYS: [&str; 4] = [
+pub const KEYS: [&str; 6] = [
     RESTART_SCOPE,
     RESTART_ON,
     MAX_JOB_RESTARTS,
     STARTUP_DEADLINE_SECONDS,
+    FAILURE_RULES,
+    WAIT_FOR_EVALUATOR_SECONDS,
 ];
 
 /// What restarts on a retryable failure.
@@ -63,6 +72,10 @@ pub struct JobSettings {
     pub restart_on: RestartOn,
     pub max_job_restarts: Option<i32>,
     pub startup_deadline_seconds: Option<i64>,
+    /// In order: the first that matches a failure decides what it does.
+    pub failure_rules: Vec<FailureRule>,
+    /// Success waits this long at most for the evaluator, after the chief (or worker 0).
+    pub wait_for_evaluator_seconds: Option<i64>,
 }
 
 impl JobSettings {
@@ -73,7 +86,12 @@ impl JobSettings {
         let mut errors = Vec::new();
         let ours = annotations.into_iter().flatten();
         for (key, value) in ours.filter(|(k, _)| k.starts_with(PREFIX)) {
-            if let Err(message) = settings.read(key, value) {
+            if key == FAILURE_RULES {
+                match rules::parse(&path(key), value) {
+                    Ok(rules) => settings.failure_rules = rules,
+                    Err(bad) => errors.extend(bad),
+                }
+            } else if let Err(message) = settings.read(key, value) {
                 errors.push(FieldError::new(path(key), message));
             }
         }
@@ -109,6 +127,9 @@ impl JobSettings {
             }
             MAX_JOB_RESTARTS => self.max_job_restarts = Some(integer(value, 0)? as i32),
             STARTUP_DEADLINE_SECONDS => self.startup_deadline_seconds = Some(integer(value, 1)?),
+            WAIT_FOR_EVALUATOR_SECONDS => {
+                self.wait_for_evaluator_seconds = Some(integer(value, 1)?);
+            }
             _ => {
                 return Err(format!(
                     "Unsupported value: {key:?}: not a setting of tfjob-operator{}; supported: {}",
@@ -123,6 +144,27 @@ impl JobSettings {
     /// Whether a fault restarts every pod of the job together.
     pub fn whole_job(&self) -> bool {
         self.scope == RestartScope::Job
+    }
+
+    /// Whether the operator must see every failure: the kubelet then never restarts a
+    /// container in place (pods get `restartPolicy: Never`), so whole-job restarts and
+    /// failure rules apply to every exit.
+    pub fn operator_restarts(&self) -> bool {
+        self.whole_job() || !self.failure_rules.is_empty()
+    }
+
+    /// The first failure rule that matches, with its index.
+    pub fn rule_for(
+        &self,
+        t: super::ReplicaType,
+        exit_code: Option<i32>,
+        reason: Option<&str>,
+        disruption: bool,
+    ) -> Option<(usize, &FailureRule)> {
+        self.failure_rules
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.matches(t, exit_code, reason, disruption))
     }
 }
 

@@ -31,9 +31,10 @@ pub fn owner_reference(job: &TFJob) -> OwnerReference {
 /// template's), the translated restart policy, the default port and TF_CONFIG.
 /// `job.spec` is assumed defaulted; the port is defaulted here too (idempotent).
 ///
-/// `settings` are the job's own (as validation read them): under `restart-scope: Job` the
-/// kubelet never restarts a container (the operator restarts the whole job, and must see
-/// every failure), and the pod carries its attempt's label.
+/// `settings` are the job's own (as validation read them): under `restart-scope: Job` or with
+/// failure rules the kubelet never restarts a container (the operator restarts replicas or
+/// the whole job itself, and must see every failure); once a job has been restarted whole,
+/// or under `restart-scope: Job`, the pod carries its attempt's label.
 pub fn pod(
     job: &TFJob,
     t: ReplicaType,
@@ -44,7 +45,7 @@ pub fn pod(
     let replica = replica_spec(job, t);
     let template = &replica.template;
     let name = job_name(job);
-    let whole_job = settings.whole_job();
+    let attempt = job.status.as_ref().and_then(|s| s.restart_attempt);
 
     let mut labels = template
         .metadata
@@ -55,8 +56,7 @@ pub fn pod(
     if is_master_role(&job.spec, t, index) {
         labels.insert(LABEL_JOB_ROLE.to_string(), JOB_ROLE_MASTER.to_string());
     }
-    if whole_job {
-        let attempt = job.status.as_ref().and_then(|s| s.restart_attempt);
+    if settings.whole_job() || attempt.is_some_and(|a| a > 0) {
         labels.insert(
             LABEL_RESTART_ATTEMPT.into(),
             attempt.unwrap_or(0).to_string(),
@@ -71,7 +71,7 @@ pub fn pod(
     };
 
     let mut spec = template.spec.clone().unwrap_or_default();
-    let policy = match whole_job {
+    let policy = match settings.operator_restarts() {
         true => "Never",
         false => pod_restart_policy(replica.restart_policy),
     };

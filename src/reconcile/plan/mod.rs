@@ -47,6 +47,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub mod conditions;
 pub mod model;
+mod pass;
 pub mod replicas;
 pub mod rules;
 #[cfg(test)]
@@ -56,12 +57,13 @@ pub mod view;
 use crate::crd::cached::Unreadable;
 use crate::crd::settings::JobSettings;
 use crate::crd::validation::validate;
-use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_RESTARTING, TFJob, TFJobStatus};
-use conditions::Change;
-use model::{Deletion, EventNote, Observed, Plan, Settings};
+use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_RESTARTING, TFJob};
+use model::{EventNote, Observed, Plan, Settings};
+use pass::Pass;
 use replicas::Replicas;
 use rules::finish::{self, Cause, Verdict};
 use rules::restarts::{self, Decision, Restarting};
+use rules::success::{self, Success};
 use rules::timers::{self, Timer};
 use rules::{counts, gang, progress, scale, suspend, unreadable};
 use view::JobView;
@@ -185,50 +187,6 @@ fn gang_scheduling(view: &JobView<'_>, observed: &Observed, settings: &Settings,
     };
 }
 
-/// The pass being composed: the status as the rules decided so far, and the plan.
-struct Pass {
-    status: TFJobStatus,
-    plan: Plan,
-    now: Timestamp,
-}
-
-impl Pass {
-    /// Applies condition changes in order, keeping the events of those that took effect.
-    fn change<'a>(&mut self, changes: impl IntoIterator<Item = Change<'a>>) {
-        let announced = conditions::change_all(&mut self.status.conditions, changes, self.now);
-        self.plan.events.extend(announced);
-    }
-
-    fn events(&mut self, notes: impl IntoIterator<Item = EventNote>) {
-        self.plan.events.extend(notes);
-    }
-
-    /// Come back at `at` at the latest.
-    fn wake_at(&mut self, at: Timestamp) {
-        self.plan.requeue_at = Some(self.plan.requeue_at.map_or(at, |t| t.min(at)));
-    }
-
-    fn delete(&mut self, pods: impl IntoIterator<Item = Deletion>, services: Vec<Deletion>) {
-        self.plan.delete_pods.extend(pods);
-        self.plan.delete_services.extend(services);
-    }
-
-    /// The job ends: terminal conditions, `completionTime`, and on success the counts settle.
-    fn conclude(&mut self, view: &JobView<'_>, verdict: Verdict) {
-        self.change(finish::conclude(view, &verdict));
-        self.status.completion_time = Some(Time(self.now));
-        // The counts are final (docs/behaviour.md §6.4): the per-pod record that kept them
-        // from counting a kubelet restart twice has done its job and leaves the status.
-        for counts in self.status.replica_statuses.values_mut() {
-            counts.pod_restarts.clear();
-        }
-        if verdict == Verdict::Succeeded {
-            let statuses = std::mem::take(&mut self.status.replica_statuses);
-            self.status.replica_statuses = finish::settle_counts(statuses);
-        }
-    }
-}
-
 /// The job's settings of ours, or every validation problem, joined by "; " so the message
 /// stays one line in `kubectl get -o wide` and in events. Keys of `tfReplicaSpecs` that name
 /// no type are validation's to report; they are checked here too so such a job can never run
@@ -268,21 +226,36 @@ fn run(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
         pass.status.start_time = Some(Time(view.now));
     }
     pass.change(resumed);
+    // Once the training succeeded, a job that waits for its evaluator runs on for it alone.
+    let success = success::success(view, children);
+    let evaluating = view.evaluating();
+    let view = match success {
+        Success::Evaluating { .. } => &evaluating,
+        _ => view,
+    };
     let clocks = timers::clocks(view, children, &pass.status);
     let decision = restarts::decide(view, children, &pass.status, started, book.clone(), clocks);
-    let verdict = match finish::succeeded(view, children) {
-        true => Some(Verdict::Succeeded),
-        false => decision.fails.clone().map(Verdict::Failed),
+    let evaluator_wait = match success {
+        Success::Evaluating { until } => until,
+        _ => None,
+    };
+    let (verdict, mut events) = match success {
+        Success::Yes { overran } => (Some(Verdict::Succeeded), Vec::from_iter(overran)),
+        _ => (decision.fails.clone().map(Verdict::Failed), Vec::new()),
     };
     let Some(verdict) = verdict else {
+        if let Some(at) = evaluator_wait {
+            pass.wake_at(at);
+        }
         return advance(view, children, decision, pass);
     };
     // The pass that concludes counts the kubelet restarts it saw, not restarts it decided
     // against.
     pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
     if matches!(verdict, Verdict::Failed(_)) {
-        pass.events(decision.events);
+        events = decision.events;
     }
+    pass.events(events);
     pass.conclude(view, verdict);
 }
 
@@ -329,7 +302,7 @@ fn progress_running(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
 
 /// A finished job: clean up by policy and apply the TTL (delete now, or wake up then).
 fn finished(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
-    let (pods, services) = finish::cleanup(view, &pass.status, children);
+    let (pods, services) = finish::cleanup(view, children);
     pass.delete(pods, services);
     match timers::ttl(view, pass.status.completion_time.as_ref()) {
         Timer::Due => {

@@ -24,6 +24,9 @@ pub struct JobView<'a> {
     pub settings: JobSettings,
     /// The attempt whose pods count: 0 until the job is first restarted whole.
     pub attempt: i32,
+    /// Only this type's replicas are still in play: the job's training succeeded and it
+    /// waits for its evaluator (`tfjob-operator.dev/wait-for-evaluator-seconds`).
+    pub in_play: Option<ReplicaType>,
 }
 
 impl<'a> JobView<'a> {
@@ -51,6 +54,16 @@ impl<'a> JobView<'a> {
                 .as_ref()
                 .and_then(|s| s.restart_attempt)
                 .unwrap_or(0),
+            in_play: None,
+        }
+    }
+
+    /// The view of a job whose training succeeded and that waits for its evaluator: the
+    /// evaluator's replicas alone are still created, restarted and judged.
+    pub fn evaluating(&self) -> Self {
+        Self {
+            in_play: Some(ReplicaType::Evaluator),
+            ..self.clone()
         }
     }
 
@@ -87,10 +100,11 @@ impl<'a> JobView<'a> {
             .map(|(t, s)| (t, s.count()))
     }
 
-    /// Every replica the spec asks for, in (type, index) order: the order in which
-    /// failures are decided, so one pass always decides the same way.
+    /// Every replica the spec asks for that is still in play, in (type, index) order: the
+    /// order in which failures are decided, so one pass always decides the same way.
     pub fn keys(&self) -> Vec<Key> {
         self.replicas()
+            .filter(|(t, _)| self.in_play.is_none_or(|only| only == *t))
             .flat_map(|(t, n)| (0..n).map(move |i| (t, i)))
             .collect()
     }

@@ -7,6 +7,7 @@ pub mod gang;
 pub mod progress;
 pub mod restarts;
 pub mod scale;
+pub mod success;
 pub mod suspend;
 pub mod timers;
 pub mod unreadable;

@@ -6,12 +6,16 @@
 pub mod support;
 
 mod backoff;
+mod budget;
+mod disruptions;
+mod evaluator;
 mod exit_codes;
 mod failure;
 mod finished;
 mod first_pass;
 mod gating;
 mod kubelet_restarts;
+mod rules;
 mod running;
 mod scale;
 mod startup;
@@ -26,6 +30,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
+use crate::crd::TFJobStatus;
 use crate::crd::{
     CleanPodPolicy, ConditionStatus, ReplicaStatus, ReplicaType, RestartPolicy, RunPolicy,
     SuccessPolicy,
@@ -94,6 +99,8 @@ struct Expect {
     completed: Vec<(ReplicaType, Option<&'static str>)>,
     /// Any further check of the plan.
     extra: Option<fn(&Plan)>,
+    /// The plan's status is the job's stored status, unchanged.
+    status_kept: bool,
     completion_time: Option<Option<Timestamp>>,
 }
 
@@ -318,6 +325,9 @@ fn check(c: &Case) {
     }
     if let Some(extra) = e.extra {
         extra(&p);
+    }
+    if e.status_kept {
+        assert_eq!(p.status, c.job.status, "{n}: the stored status");
     }
     if e.cleanup_pods.is_some() || e.cleanup_services.is_some() || e.cleanup_job {
         let next = run_case(&applied(c, &p));

@@ -140,13 +140,20 @@ fn cases() -> Vec<Case> {
         vec![pod(j, Worker, 1).failed(None).reason("Evicted").build()]
     });
     let evicted = case(
-        "an evicted pod restarts the job, even under Never",
+        "an evicted pod restarts the job, even under Never, and is not charged",
         j,
         pods,
         at(9),
         Expect {
-            last_message: Some(restart_message("pod j-worker-1 failed (Evicted)")),
+            last_message: Some(restart_message(
+                "pod j-worker-1 failed (Evicted): a disruption, not charged",
+            )),
             restart_attempt: Some(Some(1)),
+            restarts: vec![(Worker, None)],
+            extra: Some(|p: &Plan| {
+                let s = p.status.as_ref().unwrap();
+                assert_eq!(s.replica_statuses[&Worker].uncharged_restarts, Some(1));
+            }),
             ..Default::default()
         },
     );

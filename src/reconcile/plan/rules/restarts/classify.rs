@@ -1,12 +1,14 @@
 //! What happened to each replica in this pass, and what it calls for (docs/behaviour.md §6.2,
-//! §6.7): the exit-code classes, pods deleted from outside, and the action each failure asks
-//! of the restart engine. Every failure is classified here, for both restart scopes. Pure.
+//! §6.7, §6.8): the exit-code classes, disruptions, pods deleted from outside, the failure
+//! rules, and the action each failure asks of the restart engine, charged or not. Every
+//! failure is classified here, for both restart scopes. Pure.
 
 use crate::crd::labels::child_name;
-use crate::crd::settings::RestartOn;
+use crate::crd::settings::{FAILURE_RULES, RestartOn, RuleAction};
 use crate::crd::{ReplicaType, RestartPolicy};
 use crate::reconcile::plan::model::EventNote;
 use crate::reconcile::plan::replicas::{ChildPod, Key, Phase, Replicas};
+use crate::reconcile::plan::rules::counts::RestartBook;
 use crate::reconcile::plan::view::JobView;
 
 /// Event reason naming a failed pod and its exit code.
@@ -46,13 +48,25 @@ pub fn classify(policy: RestartPolicy, exit_code: Option<i32>) -> FailureClass {
 /// What a failure asks of the restart engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// The replica failed for good: the job fails, unless a whole-job restart of the same
-    /// pass takes the failure along (a peer exiting because of the fault).
+    /// The replica failed for good: the job fails. A failure rule's `FailJob` fails it at
+    /// once; a permanent failure of the replica's restart policy unless a whole-job restart
+    /// of the same pass takes it along (a peer exiting because of the fault).
     Fail,
     /// The replica's pod is deleted (if it is still there) and created again.
     RestartReplica,
     /// Every pod of the job restarts together, as the next attempt.
     RestartJob,
+}
+
+/// Whether a restart uses up the job's restart budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charge {
+    Charged,
+    /// A disruption, or a failure a rule restarts uncharged.
+    Uncharged,
+    /// A disrupted pod whose restart an earlier pass counted: it is only deleted (again) if
+    /// it is still there.
+    Counted,
 }
 
 /// One replica's failure in this pass.
@@ -62,9 +76,14 @@ pub struct Fault<'a> {
     /// The failed pod; none when it was deleted from outside.
     pub pod: Option<&'a ChildPod>,
     pub action: Action,
-    /// What happened, for conditions and events: `pod j-worker-1 exited with code 137
-    /// (OOMKilled)`, `pod j-worker-1 was deleted`.
-    pub words: String,
+    pub charge: Charge,
+    /// The failure rule that decided, by its index, and its action, if one did.
+    pub rule: Option<(usize, RuleAction)>,
+    /// A disruption ended the pod.
+    pub disrupted: bool,
+    /// What happened: `pod j-worker-1 exited with code 137 (OOMKilled)`, `pod j-worker-1
+    /// was deleted`, `pod j-worker-1 was disrupted (EvictionByEvictionAPI)`.
+    pub what: String,
 }
 
 impl Fault<'_> {
@@ -76,36 +95,127 @@ impl Fault<'_> {
     pub fn exited_event(&self, namespace: &str) -> Option<EventNote> {
         exited_event(namespace, self.pod?)
     }
+
+    /// Whether a rule's `FailJob` decided it.
+    pub fn failed_by_rule(&self) -> bool {
+        self.action == Action::Fail && self.rule.is_some()
+    }
+
+    /// What happened and, when it matters, what decided: `pod j-ps-0 exited with code 1
+    /// (tfjob-operator.dev/failure-rules[0]: FailJob)`, `pod j-worker-1 failed (Evicted): a
+    /// disruption, not charged`.
+    pub fn words(&self) -> String {
+        match self.rule {
+            Some((i, action)) => {
+                format!("{} ({FAILURE_RULES}[{i}]: {})", self.what, action.as_str())
+            }
+            None if self.disrupted => format!("{}: a disruption, not charged", self.what),
+            None => self.what.clone(),
+        }
+    }
 }
 
 /// Every replica's failure, in (type, index) order: the order in which failures are decided,
-/// so one pass always decides the same way. `restarting`: Restarting is True; `started`: the
-/// job has a startTime.
+/// so one pass always decides the same way. `book` tells the disruptions counted already;
+/// `restarting`: Restarting is True; `started`: the job has a startTime.
 pub fn faults<'a>(
     view: &JobView<'_>,
     children: &'a Replicas,
+    book: &RestartBook,
     restarting: bool,
     started: bool,
 ) -> Vec<Fault<'a>> {
     view.keys()
         .into_iter()
         .filter_map(|key| match children.pods.get(&key) {
-            Some(pod) if pod.terminating || pod.phase != Phase::Failed => None,
-            Some(pod) => Some(Fault {
-                key,
-                pod: Some(pod),
-                action: failed_pod_action(view, key.0, pod)?,
-                words: format!("pod {} {}", pod.name, pod.failure_words()),
-            }),
-            None if vanished(view, children, key, restarting, started) => Some(Fault {
-                key,
-                pod: None,
-                action: restart_action(view),
-                words: format!("pod {} was deleted", child_name(view.name, key.0, key.1)),
-            }),
+            Some(pod) => pod_fault(view, book, key, pod),
+            None if vanished(view, children, key, restarting, started) => {
+                let name = child_name(view.name, key.0, key.1);
+                let fault = Fault {
+                    key,
+                    pod: None,
+                    action: restart_action(view),
+                    charge: Charge::Charged,
+                    rule: None,
+                    disrupted: false,
+                    what: format!("pod {name} was deleted"),
+                };
+                Some(by_rule(view, fault, None, None))
+            }
             None => None,
         })
         .collect()
+}
+
+/// The fault of a pod that failed, or that a disruption ends (its `DisruptionTarget`
+/// condition, failed or still going). None: no fault (running, finished well, going away
+/// at our request, or a dynamic worker's permanent failure no rule claims).
+fn pod_fault<'a>(
+    view: &JobView<'_>,
+    book: &RestartBook,
+    key: Key,
+    pod: &'a ChildPod,
+) -> Option<Fault<'a>> {
+    let failed = pod.phase == Phase::Failed && !pod.terminating;
+    let disruption = pod
+        .disruption
+        .as_deref()
+        .filter(|_| pod.phase != Phase::Succeeded);
+    let fault = |action, charge, what| Fault {
+        key,
+        pod: Some(pod),
+        action,
+        charge,
+        rule: None,
+        disrupted: disruption.is_some(),
+        what,
+    };
+    let exit = (pod.exit_code, pod.exit_reason.as_deref());
+    let Some(why) = disruption else {
+        if !failed {
+            return None;
+        }
+        let action = failed_pod_action(view, key.0, pod);
+        let what = format!("pod {} {}", pod.name, pod.failure_words());
+        let fault = fault(action.unwrap_or(Action::Fail), Charge::Charged, what);
+        let fault = by_rule(view, fault, exit.0, exit.1);
+        return (action.is_some() || fault.rule.is_some()).then_some(fault);
+    };
+    let what = match failed {
+        true => format!("pod {} {}", pod.name, pod.failure_words()),
+        false => format!("pod {} was disrupted ({why})", pod.name),
+    };
+    if book.disruption_counted(key.0, pod.uid.as_deref()) {
+        return (!pod.terminating).then(|| fault(Action::RestartReplica, Charge::Counted, what));
+    }
+    let fault = fault(restart_action(view), Charge::Uncharged, what);
+    Some(by_rule(view, fault, exit.0, exit.1))
+}
+
+/// The fault as the first failure rule that matches it decides, if one does.
+fn by_rule<'a>(
+    view: &JobView<'_>,
+    fault: Fault<'a>,
+    exit_code: Option<i32>,
+    reason: Option<&str>,
+) -> Fault<'a> {
+    let settings = &view.settings;
+    let matched = settings.rule_for(fault.t(), exit_code, reason, fault.disrupted);
+    let Some((i, rule)) = matched else {
+        return fault;
+    };
+    let (action, charge) = match rule.action {
+        RuleAction::RestartReplica => (Action::RestartReplica, Charge::Charged),
+        RuleAction::RestartJob => (Action::RestartJob, Charge::Charged),
+        RuleAction::FailJob => (Action::Fail, Charge::Charged),
+        RuleAction::RestartUncharged => (restart_action(view), Charge::Uncharged),
+    };
+    Fault {
+        action,
+        charge,
+        rule: Some((i, rule.action)),
+        ..fault
+    }
 }
 
 /// The restart a retryable failure gets: of the replica, or of the whole job under

@@ -10,21 +10,30 @@ use crate::crd::{ReplicaType, TFJobStatus};
 use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::replicas::{ChildPod, Phase, Replicas};
 use crate::reconcile::plan::rules::counts::RestartBook;
-use crate::reconcile::plan::rules::finish::Cause;
+use crate::reconcile::plan::rules::finish;
 use crate::reconcile::plan::rules::progress;
 use crate::reconcile::plan::rules::restarts::classify::Fault;
 use crate::reconcile::plan::rules::restarts::{Decision, Restarting};
 use crate::reconcile::plan::rules::timers::{attempt_starts, backoff};
 use crate::reconcile::plan::view::JobView;
 
-/// The job restarts as the next attempt for `cause` (the type it hit and what happened),
-/// unless the charged restarts already made use up the `budget` (limit, setting). Every
-/// failed pod of this pass belongs to the restart: a peer exits because of the fault.
+/// Why the job restarts: the replica type the fault hit, what happened, and whether the
+/// restart is charged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cause {
+    pub t: ReplicaType,
+    pub words: String,
+    pub charged: bool,
+}
+
+/// The job restarts as the next attempt for `cause`, unless it is charged and the charged
+/// restarts already made use up the `budget` (limit, setting). Every failed pod of this pass
+/// belongs to the restart: a peer exits because of the fault.
 pub fn restart(
     view: &JobView<'_>,
     children: &Replicas,
     faults: &[Fault<'_>],
-    (t, words): (ReplicaType, String),
+    cause: Cause,
     mut book: RestartBook,
     (limit, setting): (Option<i32>, &'static str),
 ) -> Decision {
@@ -32,18 +41,18 @@ pub fn restart(
         .iter()
         .filter_map(|f| f.exited_event(view.namespace))
         .collect();
-    let made = book.restarts.values().map(|&c| i64::from(c)).sum::<i64>();
-    if let Some(limit) = limit.filter(|&l| made >= i64::from(l)) {
-        let cause = Cause::JobRestarts {
+    let spent = limit.filter(|&l| cause.charged && book.charged() >= i64::from(l));
+    if let Some(limit) = spent {
+        let fails = finish::Cause::JobRestarts {
             limit,
             setting,
-            fault: words,
+            fault: cause.words,
         };
-        return Decision::failing(cause, events);
+        return Decision::failing(fails, events);
     }
+    let (t, words) = (cause.t, cause.words);
     let attempt = view.attempt.saturating_add(1);
-    let count = book.restarts.entry(t).or_default();
-    *count = count.saturating_add(1);
+    book.count(t, cause.charged);
     let delay = backoff(attempt);
     let wake_at = (!delay.is_zero())
         .then(|| view.now.checked_add(delay).ok())

@@ -18,9 +18,9 @@ use crate::reconcile::plan::model::{Deletion, EventNote};
 use crate::reconcile::plan::replicas::Replicas;
 use crate::reconcile::plan::rules::counts::RestartBook;
 use crate::reconcile::plan::rules::finish::Cause;
-use crate::reconcile::plan::rules::timers::{Clocks, Timer};
+use crate::reconcile::plan::rules::timers::{Clocks, Late, Timer};
 use crate::reconcile::plan::view::JobView;
-use classify::Action;
+use classify::{Action, Charge, Fault};
 
 /// What the restart engine decided for one pass of a running job.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -87,17 +87,8 @@ pub fn decide(
     let mut decision = match job::waiting(view, children, status, &book) {
         Some(waiting) => waiting,
         None => {
-            let faults = classify::faults(view, children, restarting, started);
-            let late_job = late.clone().filter(|_| view.whole_job_restarts());
-            let cause = faults
-                .iter()
-                .find(|f| f.action == Action::RestartJob)
-                .map(|f| (f.t(), f.words.clone()))
-                .or(late_job.map(|late| (late.key.0, late.words)));
-            match cause {
-                Some(cause) => job::restart(view, children, &faults, cause, book, budget(view)),
-                None => replica::decide(view, &faults, book, budget(view).0),
-            }
+            let faults = classify::faults(view, children, &book, restarting, started);
+            on_faults(view, children, &faults, book, late.clone())
         }
     };
     if decision.fails.is_none() {
@@ -115,6 +106,53 @@ pub fn decide(
         }
     }
     decision
+}
+
+/// The failures in order of precedence: a failure rule's `FailJob` fails the job at once;
+/// else a failure that restarts the job restarts it, taking every other failure of the pass
+/// along (uncharged if any of those that ask for it is: a disruption explains its peers'
+/// failures); else the replicas' failures and restarts are decided one by one.
+fn on_faults(
+    view: &JobView<'_>,
+    children: &Replicas,
+    faults: &[Fault<'_>],
+    book: RestartBook,
+    late: Option<Late>,
+) -> Decision {
+    if let Some(fault) = faults.iter().find(|f| f.failed_by_rule()) {
+        let cause = Cause::Rule {
+            t: fault.t(),
+            fault: fault.words(),
+        };
+        let events = faults.iter().filter(|f| f.action == Action::Fail);
+        let events = events
+            .filter_map(|f| f.exited_event(view.namespace))
+            .collect();
+        return Decision::failing(cause, events);
+    }
+    let restarting: Vec<&Fault> = faults
+        .iter()
+        .filter(|f| f.action == Action::RestartJob)
+        .collect();
+    let uncharged = restarting.iter().find(|f| f.charge == Charge::Uncharged);
+    let cause = match (uncharged, restarting.first()) {
+        (Some(f), _) | (None, Some(f)) => Some(job::Cause {
+            t: f.t(),
+            words: f.words(),
+            charged: uncharged.is_none(),
+        }),
+        (None, None) => late
+            .filter(|_| view.whole_job_restarts())
+            .map(|late| job::Cause {
+                t: late.key.0,
+                words: late.words,
+                charged: true,
+            }),
+    };
+    match cause {
+        Some(cause) => job::restart(view, children, faults, cause, book, budget(view)),
+        None => replica::decide(view, faults, book, budget(view).0),
+    }
 }
 
 /// The job's restart budget: how many charged restarts it may make (none: no limit), and the
