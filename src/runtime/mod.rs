@@ -1,9 +1,10 @@
 //! Our forks of kube-runtime pieces, each saying in its doc why it exists: the child caches
-//! (`cache`), what watch events mean (`triggers`) and where they go (`watches`), the PodGroup
+//! (`cache`), the last state of pods a disruption deleted (`departed`), what watch events mean (`triggers`) and where they go (`watches`), the PodGroup
 //! caches (`podgroups`), the event recorder (`recorder`) and leader election (`leader`).
 //! Below the controller: they know TFJobs and labels (`crd`), never the pass.
 
 pub mod cache;
+pub mod departed;
 pub mod leader;
 pub mod podgroups;
 pub mod recorder;

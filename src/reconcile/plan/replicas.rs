@@ -138,6 +138,8 @@ pub struct Replicas {
     pub completed: BTreeSet<Key>,
     /// Pods of earlier attempts of a `restart-scope: Job` job: never counted, only deleted.
     pub earlier_attempts: Vec<ChildPod>,
+    /// Pods deleted while a disruption ended them, by name: the disruption (`Observed::departed`).
+    pub departed: BTreeMap<String, String>,
 }
 
 /// One service owned by the job.
@@ -218,6 +220,12 @@ pub fn sort(job: &TFJob, observed: &Observed, attempt: Option<i32>) -> Replicas 
     let mut children = Replicas {
         never_created: observed.never_created.clone(),
         completed: stored_completions(job),
+        departed: observed
+            .departed
+            .iter()
+            .filter(|p| owned_by(&p.metadata, uid))
+            .filter_map(|p| Some((p.metadata.name.clone()?, disruption(p.status.as_ref())?)))
+            .collect(),
         ..Replicas::default()
     };
     for pod in &observed.pods {

@@ -209,7 +209,42 @@ fn cases() -> Vec<Case> {
             ..Default::default()
         },
     );
+    let (j, mut pods) = limit_zero(Never, |j| pod(j, Worker, 1).running().build());
+    let services = services_for(&j, &pods);
+    let last = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some("j-worker-1"));
+    let mut last = last.cloned().unwrap();
+    last.status = pod(&j, Worker, 1)
+        .failed(None)
+        .disrupted("DeletionByPodGC")
+        .build()
+        .status;
+    pods.retain(|p| p.metadata.name.as_deref() != Some("j-worker-1"));
+    let pod_gc = Case {
+        services,
+        departed: vec![last],
+        ..case(
+            "deleted at once by pod GC, known by its last state: recreated, not charged",
+            j,
+            pods,
+            at(9),
+            Expect {
+                conditions: Some(vec![CREATED, RESTARTING]),
+                events: Some(vec!["RestartNotCharged", "TFJobRestarting"]),
+                event_messages: vec![
+                    "pod j-worker-1 was deleted by a disruption (DeletionByPodGC): a \
+                     disruption, not charged"
+                        .into(),
+                ],
+                create_pods: Some(names("j", &[(Worker, 1)])),
+                extra: Some(|p: &Plan| assert_eq!(uncharged(p, Worker), (None, Some(1), vec![]))),
+                ..Default::default()
+            },
+        )
+    };
     vec![
+        pod_gc,
         eviction_api,
         kubelet,
         preempted,

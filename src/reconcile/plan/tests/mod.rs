@@ -49,6 +49,8 @@ struct Case {
     job: TFJob,
     pods: Vec<Pod>,
     services: Vec<Service>,
+    /// The last state of pods a disruption deleted (`Observed::departed`).
+    departed: Vec<Pod>,
     now: Timestamp,
     expect: Expect,
 }
@@ -117,6 +119,7 @@ fn case(
         job,
         pods,
         services,
+        departed: Vec::new(),
         now,
         expect,
     }
@@ -206,6 +209,7 @@ fn run_case(c: &Case) -> Plan {
     let observed = Observed {
         pods: c.pods.clone(),
         services: c.services.clone(),
+        departed: c.departed.clone(),
         ..Observed::default()
     };
     plan_job(&c.job, &observed, c.now, &Settings::default())
@@ -377,6 +381,7 @@ fn applied(c: &Case, p: &Plan) -> Case {
         job,
         pods,
         services,
+        departed: c.departed.clone(),
         now: c.now,
         expect: Expect::default(),
     }

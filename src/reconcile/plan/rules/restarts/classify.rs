@@ -131,14 +131,22 @@ pub fn faults<'a>(
             Some(pod) => pod_fault(view, book, key, pod),
             None if vanished(view, children, key, restarting, started) => {
                 let name = child_name(view.name, key.0, key.1);
+                // A pod a disruption deleted at once (pod GC) is known by its last state.
+                let disruption = children.departed.get(&name);
                 let fault = Fault {
                     key,
                     pod: None,
                     action: restart_action(view),
-                    charge: Charge::Charged,
+                    charge: match disruption {
+                        Some(_) => Charge::Uncharged,
+                        None => Charge::Charged,
+                    },
                     rule: None,
-                    disrupted: false,
-                    what: format!("pod {name} was deleted"),
+                    disrupted: disruption.is_some(),
+                    what: match disruption {
+                        Some(why) => format!("pod {name} was deleted by a disruption ({why})"),
+                        None => format!("pod {name} was deleted"),
+                    },
                 };
                 Some(by_rule(view, fault, None, None))
             }
