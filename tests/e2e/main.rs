@@ -18,6 +18,7 @@ mod kubeflow;
 mod kueue;
 mod leader;
 mod lifecycle;
+mod policies;
 mod recovery;
 mod refusals;
 mod restarts;
