@@ -6,6 +6,7 @@
 //! composer applies as it is. Pure.
 
 pub mod classify;
+pub mod describe;
 pub mod job;
 pub mod replica;
 
