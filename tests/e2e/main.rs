@@ -7,6 +7,7 @@
 
 mod support;
 
+mod admission;
 mod binary;
 mod cluster;
 mod convert;

@@ -9,6 +9,7 @@ mod demo;
 #[path = "../../examples/local/watch.rs"]
 mod watch;
 
+mod admission;
 mod convert;
 mod crd;
 mod demo_table;

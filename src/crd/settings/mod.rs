@@ -187,10 +187,12 @@ fn one_of<T: Copy>(value: &str, supported: &[(&str, T)]) -> Result<T, String> {
     }
 }
 
-/// A whole number of at least `min`, as an annotation (a string) holds it.
+/// A whole number of at least `min`, as an annotation (a string) holds it: digits only (what
+/// the admission policy in `config/` can check too).
 fn integer(value: &str, min: i64) -> Result<i64, String> {
-    match value.trim().parse::<i64>() {
-        Ok(n) if n >= min && n <= i64::from(i32::MAX) => Ok(n),
+    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+    match value.parse::<i64>() {
+        Ok(n) if digits && n >= min && n <= i64::from(i32::MAX) => Ok(n),
         Ok(_) => Err(format!(
             "Invalid value: {value:?}: must be an integer between {min} and {}",
             i32::MAX

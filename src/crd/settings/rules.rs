@@ -117,7 +117,7 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<FailureRule>, Vec<FieldError>
 fn rule(at: &str, line: &str) -> Result<FailureRule, Vec<FieldError>> {
     let body = line
         .strip_prefix('-')
-        .map(str::trim_start)
+        .map(blank_start)
         .and_then(|l| l.strip_prefix('{'))
         .and_then(|l| l.strip_suffix('}'));
     let Some(body) = body else {
@@ -133,7 +133,7 @@ fn rule(at: &str, line: &str) -> Result<FailureRule, Vec<FieldError>> {
             errors.push(FieldError::new(at, hint));
             continue;
         };
-        let (key, value) = (unquote(key), value.trim());
+        let (key, value) = (unquote(key), blank(value));
         let path = format!("{at}.{key}");
         if !seen.insert(key.to_string()) {
             errors.push(FieldError::new(&path, "Duplicate value: given twice"));
@@ -233,9 +233,13 @@ fn list<T>(
     }
 }
 
-/// An exit code, `137`, or an inclusive range, `129-255`, within 0–255.
+/// An exit code, `137`, or an inclusive range, `129-255`, within 0–255 (at most 3 digits).
 fn exit_codes(s: &str) -> Result<(i32, i32), String> {
-    let code = |n: &str| n.parse::<i32>().ok().filter(|c| (0..=255).contains(c));
+    let digits = |n: &str| (1..=3).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_digit());
+    let code = |n: &str| {
+        let c = n.parse::<i32>().ok().filter(|_| digits(n));
+        c.filter(|c| (0..=255).contains(c))
+    };
     let range = match s.split_once('-') {
         Some((a, b)) => code(a).zip(code(b)).filter(|(a, b)| a <= b),
         None => code(s).map(|c| (c, c)),
@@ -253,20 +257,29 @@ fn split_top(body: &str) -> Vec<&str> {
             '[' => depth += 1,
             ']' => depth -= 1,
             ',' if depth == 0 => {
-                items.push(body[start..i].trim());
+                items.push(blank(&body[start..i]));
                 start = i + 1;
             }
             _ => {}
         }
     }
-    items.push(body[start..].trim());
+    items.push(blank(&body[start..]));
     items.retain(|s| !s.is_empty());
     items
 }
 
+/// Without the spaces and tabs around it (the only blanks a rule's line may hold inside).
+fn blank(s: &str) -> &str {
+    s.trim_matches([' ', '\t'])
+}
+
+fn blank_start(s: &str) -> &str {
+    s.trim_start_matches([' ', '\t'])
+}
+
 /// A scalar without its double quotes, if it has them.
 fn unquote(s: &str) -> &str {
-    let s = s.trim();
+    let s = blank(s);
     s.strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))
         .unwrap_or(s)
