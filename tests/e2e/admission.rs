@@ -15,6 +15,9 @@ use crate::support::{TestCluster, job};
 
 const POLICY: &str = "tfjob-operator-settings";
 
+/// A job's annotations, and what kubectl must say of it (None: it is accepted).
+type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -84,7 +87,7 @@ async fn bad_annotations_are_refused_at_apply_by_the_admission_policy() {
     // (annotations, what kubectl must say; None: accepted)
     let rules_ok =
         "- {replicaTypes: [PS], action: FailJob}\n- {disruption: true, action: RestartReplica}\n";
-    let cases: [(&[(&str, &str)], Option<&str>); 5] = [
+    let cases: [Case; 5] = [
         (
             &[("tfjob-operator.dev/restart-scop", "Job")],
             Some(

@@ -12,6 +12,7 @@ use super::check::suggestion;
 use super::field_error::FieldError;
 
 pub mod rules;
+mod syntax;
 #[cfg(test)]
 mod tests;
 

@@ -4,15 +4,12 @@
 //! failure is classified here, for both restart scopes. Pure.
 
 use crate::crd::labels::child_name;
-use crate::crd::settings::{FAILURE_RULES, RestartOn, RuleAction};
+use crate::crd::settings::{RestartOn, RuleAction};
 use crate::crd::{ReplicaType, RestartPolicy};
-use crate::reconcile::plan::model::EventNote;
 use crate::reconcile::plan::replicas::{ChildPod, Key, Phase, Replicas};
 use crate::reconcile::plan::rules::counts::RestartBook;
+use crate::reconcile::plan::rules::restarts::{Action, Charge, Fault};
 use crate::reconcile::plan::view::JobView;
-
-/// Event reason naming a failed pod and its exit code.
-pub const REASON_EXITED_WITH_CODE: &str = "ExitedWithCode";
 
 /// How a failed pod is handled under its replica's restart policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,76 +39,6 @@ pub fn classify(policy: RestartPolicy, exit_code: Option<i32>) -> FailureClass {
             FailureClass::Permanent
         }
         (RestartPolicy::ExitCode, _) => FailureClass::Retryable,
-    }
-}
-
-/// What a failure asks of the restart engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// The replica failed for good: the job fails. A failure rule's `FailJob` fails it at
-    /// once; a permanent failure of the replica's restart policy unless a whole-job restart
-    /// of the same pass takes it along (a peer exiting because of the fault).
-    Fail,
-    /// The replica's pod is deleted (if it is still there) and created again.
-    RestartReplica,
-    /// Every pod of the job restarts together, as the next attempt.
-    RestartJob,
-}
-
-/// Whether a restart uses up the job's restart budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Charge {
-    Charged,
-    /// A disruption, or a failure a rule restarts uncharged.
-    Uncharged,
-    /// A disrupted pod whose restart an earlier pass counted: it is only deleted (again) if
-    /// it is still there.
-    Counted,
-}
-
-/// One replica's failure in this pass.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fault<'a> {
-    pub key: Key,
-    /// The failed pod; none when it was deleted from outside.
-    pub pod: Option<&'a ChildPod>,
-    pub action: Action,
-    pub charge: Charge,
-    /// The failure rule that decided, by its index, and its action, if one did.
-    pub rule: Option<(usize, RuleAction)>,
-    /// A disruption ended the pod.
-    pub disrupted: bool,
-    /// What happened: `pod j-worker-1 exited with code 137 (OOMKilled)`, `pod j-worker-1
-    /// was deleted`, `pod j-worker-1 was disrupted (EvictionByEvictionAPI)`.
-    pub what: String,
-}
-
-impl Fault<'_> {
-    pub fn t(&self) -> ReplicaType {
-        self.key.0
-    }
-
-    /// `ExitedWithCode` for a failed pod whose `tensorflow` container exited.
-    pub fn exited_event(&self, namespace: &str) -> Option<EventNote> {
-        exited_event(namespace, self.pod?)
-    }
-
-    /// Whether a rule's `FailJob` decided it.
-    pub fn failed_by_rule(&self) -> bool {
-        self.action == Action::Fail && self.rule.is_some()
-    }
-
-    /// What happened and, when it matters, what decided: `pod j-ps-0 exited with code 1
-    /// (tfjob-operator.dev/failure-rules[0]: FailJob)`, `pod j-worker-1 failed (Evicted): a
-    /// disruption, not charged`.
-    pub fn words(&self) -> String {
-        match self.rule {
-            Some((i, action)) => {
-                format!("{} ({FAILURE_RULES}[{i}]: {})", self.what, action.as_str())
-            }
-            None if self.disrupted => format!("{}: a disruption, not charged", self.what),
-            None => self.what.clone(),
-        }
     }
 }
 
@@ -279,15 +206,6 @@ fn vanished(
         && children.live_service(key).is_some()
         && !children.foreign_pods.contains(&name)
         && !children.never_created.contains(&name)
-}
-
-/// `Pod: <ns>.<pod> exited with code <code>`; none when the container never terminated.
-pub fn exited_event(namespace: &str, pod: &ChildPod) -> Option<EventNote> {
-    let code = pod.exit_code?;
-    Some(EventNote::warning(
-        REASON_EXITED_WITH_CODE,
-        format!("Pod: {namespace}.{} exited with code {code}", pod.name),
-    ))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::reconcile::plan::replicas::{ChildPod, Phase, Replicas};
 use crate::reconcile::plan::rules::counts::RestartBook;
 use crate::reconcile::plan::rules::finish;
 use crate::reconcile::plan::rules::progress;
-use crate::reconcile::plan::rules::restarts::classify::Fault;
+use crate::reconcile::plan::rules::restarts::Fault;
 use crate::reconcile::plan::rules::restarts::{Decision, Restarting};
 use crate::reconcile::plan::rules::timers::{attempt_starts, backoff};
 use crate::reconcile::plan::view::JobView;

@@ -12,16 +12,21 @@ pub mod replica;
 
 use jiff::Timestamp;
 
+use crate::crd::ReplicaType;
 use crate::crd::settings::MAX_JOB_RESTARTS;
+use crate::crd::settings::{FAILURE_RULES, RuleAction};
 use crate::crd::{ConditionType, TFJobStatus};
 use crate::reconcile::plan::conditions::{self, Change};
 use crate::reconcile::plan::model::{Deletion, EventNote};
 use crate::reconcile::plan::replicas::Replicas;
+use crate::reconcile::plan::replicas::{ChildPod, Key};
 use crate::reconcile::plan::rules::counts::RestartBook;
 use crate::reconcile::plan::rules::finish::Cause;
 use crate::reconcile::plan::rules::timers::{Clocks, Late, Timer};
 use crate::reconcile::plan::view::JobView;
-use classify::{Action, Charge, Fault};
+
+/// Event reason naming a failed pod and its exit code.
+pub const REASON_EXITED_WITH_CODE: &str = "ExitedWithCode";
 
 /// What the restart engine decided for one pass of a running job.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -52,6 +57,82 @@ pub enum Restarting {
     /// The job restarts as a new attempt: the condition says which and why, and every such
     /// restart is announced, even while the condition is already True.
     Job(String),
+}
+
+/// What a failure asks of the restart engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The replica failed for good: the job fails. A failure rule's `FailJob` fails it at
+    /// once; a permanent failure of the replica's restart policy unless a whole-job restart
+    /// of the same pass takes it along (a peer exiting because of the fault).
+    Fail,
+    /// The replica's pod is deleted (if it is still there) and created again.
+    RestartReplica,
+    /// Every pod of the job restarts together, as the next attempt.
+    RestartJob,
+}
+
+/// Whether a restart uses up the job's restart budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charge {
+    Charged,
+    /// A disruption, or a failure a rule restarts uncharged.
+    Uncharged,
+    /// A disrupted pod whose restart an earlier pass counted: it is only deleted (again) if
+    /// it is still there.
+    Counted,
+}
+
+/// One replica's failure in this pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault<'a> {
+    pub key: Key,
+    /// The failed pod; none when it was deleted from outside.
+    pub pod: Option<&'a ChildPod>,
+    pub action: Action,
+    pub charge: Charge,
+    /// The failure rule that decided, by its index, and its action, if one did.
+    pub rule: Option<(usize, RuleAction)>,
+    /// A disruption ended the pod.
+    pub disrupted: bool,
+    /// What happened: `pod j-worker-1 exited with code 137 (OOMKilled)`, `pod j-worker-1
+    /// was deleted`, `pod j-worker-1 was disrupted (EvictionByEvictionAPI)`.
+    pub what: String,
+}
+
+impl Fault<'_> {
+    pub fn t(&self) -> ReplicaType {
+        self.key.0
+    }
+
+    /// `Pod: <ns>.<pod> exited with code <code>` for a failed pod whose `tensorflow` container
+    /// exited; none when it never terminated.
+    pub fn exited_event(&self, namespace: &str) -> Option<EventNote> {
+        let pod = self.pod?;
+        let code = pod.exit_code?;
+        Some(EventNote::warning(
+            REASON_EXITED_WITH_CODE,
+            format!("Pod: {namespace}.{} exited with code {code}", pod.name),
+        ))
+    }
+
+    /// Whether a rule's `FailJob` decided it.
+    pub fn failed_by_rule(&self) -> bool {
+        self.action == Action::Fail && self.rule.is_some()
+    }
+
+    /// What happened and, when it matters, what decided: `pod j-ps-0 exited with code 1
+    /// (tfjob-operator.dev/failure-rules[0]: FailJob)`, `pod j-worker-1 failed (Evicted): a
+    /// disruption, not charged`.
+    pub fn words(&self) -> String {
+        match self.rule {
+            Some((i, action)) => {
+                format!("{} ({FAILURE_RULES}[{i}]: {})", self.what, action.as_str())
+            }
+            None if self.disrupted => format!("{}: a disruption, not charged", self.what),
+            None => self.what.clone(),
+        }
+    }
 }
 
 impl Decision {

@@ -10,7 +10,7 @@ use crate::reconcile::plan::replicas::ChildPod;
 use crate::reconcile::plan::rules::counts::RestartBook;
 use crate::reconcile::plan::rules::finish::Cause;
 use crate::reconcile::plan::rules::progress;
-use crate::reconcile::plan::rules::restarts::classify::{Action, Charge, Fault};
+use crate::reconcile::plan::rules::restarts::{Action, Charge, Fault};
 use crate::reconcile::plan::rules::restarts::{Decision, Restarting};
 use crate::reconcile::plan::view::JobView;
 
