@@ -16,6 +16,7 @@ use crate::crd::cached::CachedJob;
 use crate::crd::labels::{LABEL_OPERATOR_NAME, OPERATOR_NAME};
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
 use crate::runtime::cache::{CachedPod, CachedService};
+use crate::runtime::departed::Departed;
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::store::ChildCache;
 use crate::runtime::watches::{Caches, jobs_applied, owners_to_wake};
@@ -49,7 +50,11 @@ pub async fn run_scope(
     let (jobs, job_writer) = reflector::store();
     let (pods_synced, pod_sync) = watch::channel(false);
     let (services_synced, service_sync) = watch::channel(false);
-    let pod_events = watch_api(pods_api, ours.clone()).default_backoff();
+    let departed = Departed::default();
+    let noted = departed.clone();
+    let pod_events = watch_api(pods_api, ours.clone())
+        .default_backoff()
+        .inspect(move |event| event.iter().for_each(|e| noted.note(e)));
     let service_events = watch_api(services_api, ours).default_backoff();
     // Each child watch runs on its own task (decoding a busy watch is real work, which then
     // runs beside the reconciles) and hands the jobs to wake to the controller over a channel.
@@ -102,6 +107,7 @@ pub async fn run_scope(
         pods,
         services,
         caches: caches.clone(),
+        departed,
         podgroups,
         turns: tokio::sync::Semaphore::new(usize::from(concurrency.max(1))),
     });

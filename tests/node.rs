@@ -16,6 +16,9 @@
 //! - `recovery`: whole-job restart (`tfjob-operator.dev/restart-scope: Job`) with real
 //!   TensorFlow checkpointing and resuming, against today's outcome; a job stuck pulling its
 //!   image, failed by its startup deadline.
+//! - `policies`: an eviction restarting a synchronous job without charging it, a failure rule
+//!   failing a job on its PS's exit code, success waiting for the evaluator, `cleanPodPolicy:
+//!   None` keeping the pods at the backoff limit.
 //! - `kubelet`: what the real kubelet writes for deleted, killed, OOM-killed and failed
 //!   containers (what the simulator should match).
 //!
@@ -33,6 +36,8 @@ mod in_cluster;
 mod killed;
 #[path = "node/kubelet.rs"]
 mod kubelet;
+#[path = "node/policies.rs"]
+mod policies;
 #[path = "node/recovery.rs"]
 mod recovery;
 #[path = "node/tf.rs"]

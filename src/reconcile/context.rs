@@ -15,6 +15,7 @@ use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::Settings;
 use crate::runtime::cache::{CachedPod, CachedService};
+use crate::runtime::departed::Departed;
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::recorder::EventRecorder;
 use crate::runtime::store::ChildCache;
@@ -39,6 +40,8 @@ pub struct Context {
     pub pods: ChildCache<CachedPod>,
     pub services: ChildCache<CachedService>,
     pub caches: Caches,
+    /// The last state of pods a disruption deleted (`runtime::departed`).
+    pub departed: Departed,
     /// The PodGroups of the scope, when gang scheduling is on.
     pub podgroups: Option<GroupCache>,
     /// `--concurrency` passes work at once, taking turns first come, first served. (kube's

@@ -41,6 +41,7 @@ pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timest
         let mut services = cached_services;
         services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         Observed {
+            departed: ctx.departed.of_job(job.namespace, job.name, &pods),
             pods,
             services,
             never_created,

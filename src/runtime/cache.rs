@@ -20,8 +20,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
 
-use crate::crd::labels::{LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE};
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
+use crate::crd::labels::{
+    LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, LABEL_RESTART_ATTEMPT,
+};
 
 /// The labels a cached child keeps: the ones that say whose it is, which replica, and (under
 /// `restart-scope: Job`) which attempt.
@@ -57,9 +58,10 @@ pub struct PodState {
     /// Why the pod failed as a whole (`Evicted`, `NodeLost`, ...).
     #[serde(default)]
     pub reason: Option<String>,
-    /// The scheduler's word when it cannot place the pod (`PodScheduled` False).
-    #[serde(default, deserialize_with = "unscheduled")]
-    pub conditions: Option<Reason>,
+    /// The scheduler's word when it cannot place the pod (`PodScheduled` False), and the
+    /// disruption that ends it (`DisruptionTarget` True).
+    #[serde(default, deserialize_with = "kept_conditions")]
+    pub conditions: KeptConditions,
     #[serde(default)]
     pub container_statuses: Vec<ContainerBrief>,
 }
@@ -100,11 +102,56 @@ pub struct Exit {
     /// `Error`, `OOMKilled`, `Completed`, ...
     #[serde(default)]
     pub reason: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<Time>,
 }
 
-/// Of a pod's conditions, only `PodScheduled` False is kept: the scheduler's reason and
-/// message when the pod cannot be placed.
-fn unscheduled<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Reason>, D::Error> {
+/// The pod conditions kept: `PodScheduled` False, and `DisruptionTarget` True.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeptConditions {
+    pub unscheduled: Option<Reason>,
+    pub disruption: Option<Reason>,
+}
+
+const KEPT_CONDITIONS: [(&str, &str); 2] =
+    [("PodScheduled", "False"), ("DisruptionTarget", "True")];
+
+impl KeptConditions {
+    fn of<'a>(conditions: impl Iterator<Item = (&'a str, &'a str, Reason)>) -> Self {
+        let mut kept = Self::default();
+        for (type_, status, reason) in conditions {
+            match (type_, status) {
+                ("PodScheduled", "False") => kept.unscheduled = Some(reason),
+                ("DisruptionTarget", "True") => kept.disruption = Some(reason),
+                _ => {}
+            }
+        }
+        kept
+    }
+
+    fn to_conditions(&self) -> Option<Vec<PodCondition>> {
+        let kept = [&self.unscheduled, &self.disruption];
+        let list: Vec<PodCondition> = KEPT_CONDITIONS
+            .iter()
+            .zip(kept)
+            .filter_map(|((type_, status), reason)| {
+                let reason = reason.as_ref()?;
+                Some(PodCondition {
+                    type_: type_.to_string(),
+                    status: status.to_string(),
+                    reason: reason.reason.clone(),
+                    message: reason.message.clone(),
+                    ..PodCondition::default()
+                })
+            })
+            .collect();
+        (!list.is_empty()).then_some(list)
+    }
+}
+
+/// Of a pod's conditions, only `PodScheduled` False (the scheduler's reason and message when
+/// the pod cannot be placed) and `DisruptionTarget` True (what ends it) are kept.
+fn kept_conditions<'de, D: Deserializer<'de>>(deserializer: D) -> Result<KeptConditions, D::Error> {
     #[derive(Deserialize)]
     struct Wire {
         #[serde(rename = "type")]
@@ -116,13 +163,13 @@ fn unscheduled<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Reas
         message: Option<String>,
     }
     let conditions = Option::<Vec<Wire>>::deserialize(deserializer)?.unwrap_or_default();
-    Ok(conditions
-        .into_iter()
-        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-        .map(|c| Reason {
-            reason: c.reason,
-            message: c.message,
-        }))
+    Ok(KeptConditions::of(conditions.iter().map(|c| {
+        let reason = Reason {
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        };
+        (c.type_.as_str(), c.status.as_str(), reason)
+    })))
 }
 
 /// The metadata fields a cached child keeps; serde skips every other one unparsed.
@@ -174,12 +221,13 @@ impl CachedPod {
         let status = pod.status.as_ref().map(|s| PodState {
             phase: s.phase.clone(),
             reason: s.reason.clone(),
-            conditions: s.conditions.iter().flatten().find_map(|c| {
-                (c.type_ == "PodScheduled" && c.status == "False").then(|| Reason {
+            conditions: KeptConditions::of(s.conditions.iter().flatten().map(|c| {
+                let reason = Reason {
                     reason: c.reason.clone(),
                     message: c.message.clone(),
-                })
-            }),
+                };
+                (c.type_.as_str(), c.status.as_str(), reason)
+            })),
             container_statuses: s
                 .container_statuses
                 .iter()
@@ -201,15 +249,7 @@ impl CachedPod {
             status: self.status.as_ref().map(|s| PodStatus {
                 phase: s.phase.clone(),
                 reason: s.reason.clone(),
-                conditions: s.conditions.as_ref().map(|c| {
-                    vec![PodCondition {
-                        type_: "PodScheduled".into(),
-                        status: "False".into(),
-                        reason: c.reason.clone(),
-                        message: c.message.clone(),
-                        ..PodCondition::default()
-                    }]
-                }),
+                conditions: s.conditions.to_conditions(),
                 container_statuses: Some(
                     s.container_statuses
                         .iter()
@@ -264,6 +304,7 @@ impl ContainerBrief {
             terminated: s.and_then(|s| s.terminated.as_ref()).map(|t| Exit {
                 exit_code: t.exit_code,
                 reason: t.reason.clone(),
+                finished_at: t.finished_at.clone(),
             }),
         };
         Self {
@@ -283,6 +324,7 @@ impl ContainerBrief {
             terminated: s.terminated.as_ref().map(|t| ContainerStateTerminated {
                 exit_code: t.exit_code,
                 reason: t.reason.clone(),
+                finished_at: t.finished_at.clone(),
                 ..Default::default()
             }),
             running: None,
@@ -378,12 +420,15 @@ mod tests {
                 "conditions": [
                     {"type": "Ready", "status": "False", "reason": "PodFailed"},
                     {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                     "message": "0/1 nodes are available"}
+                     "message": "0/1 nodes are available"},
+                    {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                     "message": "Eviction API: evicting"}
                 ],
                 "containerStatuses": [{
                     "name": "tensorflow", "image": "tf", "imageID": "sha", "ready": false,
                     "restartCount": 2,
-                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                              "finishedAt": "2026-01-01T00:00:09Z"}},
                     "lastState": {"waiting": {"reason": "CrashLoopBackOff"}}
                 }]
             }
@@ -428,12 +473,35 @@ mod tests {
             .as_ref()
             .and_then(|s| s.terminated.as_ref()?.reason.as_deref());
         assert_eq!(reason, Some("OOMKilled"));
+        let finished = c
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref()?.finished_at.clone());
+        assert_eq!(
+            finished.map(|t| t.0.to_string()).as_deref(),
+            Some("2026-01-01T00:00:09Z")
+        );
         assert_eq!(status.reason.as_deref(), Some("Evicted"));
         let conditions = status.conditions.as_deref().unwrap_or_default();
-        assert_eq!(conditions.len(), 1, "only PodScheduled=False is kept");
+        let kept: Vec<_> = conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.reason.as_deref(), c.message.as_deref()))
+            .collect();
         assert_eq!(
-            conditions[0].message.as_deref(),
-            Some("0/1 nodes are available")
+            kept,
+            [
+                (
+                    "PodScheduled",
+                    Some("Unschedulable"),
+                    Some("0/1 nodes are available")
+                ),
+                (
+                    "DisruptionTarget",
+                    Some("EvictionByEvictionAPI"),
+                    Some("Eviction API: evicting")
+                ),
+            ],
+            "only PodScheduled=False and DisruptionTarget=True are kept"
         );
         assert!(meta.creation_timestamp.is_some());
         let waiting = c.last_state.as_ref().and_then(|s| s.waiting.as_ref());

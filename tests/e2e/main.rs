@@ -7,6 +7,7 @@
 
 mod support;
 
+mod admission;
 mod binary;
 mod chart;
 mod chart_takeover;
@@ -22,6 +23,7 @@ mod leader;
 mod lifecycle;
 mod metrics;
 mod monitoring;
+mod policies;
 mod recovery;
 mod refusals;
 mod restarts;

@@ -9,6 +9,7 @@ mod demo;
 #[path = "../../examples/local/watch.rs"]
 mod watch;
 
+mod admission;
 mod chart;
 mod convert;
 mod crd;
