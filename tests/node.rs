@@ -14,6 +14,8 @@
 //! - `recovery`: whole-job restart (`tfjob-operator.dev/restart-scope: Job`) with real
 //!   TensorFlow checkpointing and resuming, against today's outcome; a job stuck pulling its
 //!   image, failed by its startup deadline.
+//! - `kueue`: a real TensorFlow job queued through Kueue v0.19.2, with the operator as Kueue's
+//!   external framework (`--kueue`): admitted, trained, succeeded, its Workload finished.
 //! - `kubelet`: what the real kubelet writes for deleted, killed, OOM-killed and failed
 //!   containers (what the simulator should match).
 //!
@@ -29,6 +31,8 @@ mod in_cluster;
 mod killed;
 #[path = "node/kubelet.rs"]
 mod kubelet;
+#[path = "node/kueue.rs"]
+mod kueue;
 #[path = "node/recovery.rs"]
 mod recovery;
 #[path = "node/tf.rs"]

@@ -41,6 +41,15 @@ pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Acti
     };
     let started = Instant::now();
     let job = JobMeta::of(&object).map_err(Step::Decode.failed())?;
+    if let (Some(side), Some(workloads)) = (&ctx.shared.kueue, &ctx.workloads) {
+        // Kueue's half first, as Kueue's own controller would have acted on the job already.
+        let wrote_job = crate::kueue::pass::step(side, workloads, &object)
+            .await
+            .map_err(Step::Kueue.failed())?;
+        if wrote_job {
+            return Ok(Action::await_change());
+        }
+    }
     if let Some(action) = ctx.not_now(&job) {
         return Ok(action);
     }

@@ -1,6 +1,6 @@
 //! Observing a job from the controller's caches (reads only, no API calls): its pods and
-//! services with the controller's own pending writes laid over them, its PodGroup, and the
-//! refusal of its last creates.
+//! services with the controller's own pending writes laid over them, its PodGroup, the
+//! refusal of its last creates, and (Kueue mode) its Workload's queue.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -46,6 +46,10 @@ pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timest
             never_created,
             group,
             refused: m.refused.clone(),
+            workload_queue: ctx
+                .workloads
+                .as_ref()
+                .and_then(|w| w.queue_of(job.namespace, job.name, job.uid)),
         }
     })
 }

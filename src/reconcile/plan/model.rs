@@ -18,6 +18,8 @@ pub struct Settings {
     pub cluster_domain: Option<String>,
     /// The gang scheduler PodGroups and pods are made for (`--gang-scheduler-name`), if any.
     pub gang: Option<Gang>,
+    /// The Kueue mode (`--kueue`): a queued job runs only once admitted (`kueue::plan::held`).
+    pub kueue: bool,
 }
 
 /// What the controller observed for one job: the pods and services in the job's namespace
@@ -33,6 +35,8 @@ pub struct Observed {
     pub group: GroupView,
     /// Why the API server refused the job's last creates, if it did.
     pub refused: Option<Refusal>,
+    /// In the Kueue mode, the queue of the job's Workload (while it has one not finished).
+    pub workload_queue: Option<String>,
 }
 
 /// A create the API server (or the operator, for a PodGroup it cannot make) refused, as the

@@ -25,6 +25,8 @@ pub struct JobView<'a> {
     pub recovery: Recovery,
     /// The attempt whose pods count (`restart-scope: Job`; 0 otherwise).
     pub attempt: i32,
+    /// Held as suspended: queued with Kueue (the Kueue mode) and not admitted yet.
+    pub held: bool,
 }
 
 impl<'a> JobView<'a> {
@@ -45,6 +47,7 @@ impl<'a> JobView<'a> {
                 .as_ref()
                 .and_then(|s| s.restart_attempt)
                 .unwrap_or(0),
+            held: settings.kueue && crate::kueue::plan::held(job),
         }
     }
 
@@ -63,8 +66,9 @@ impl<'a> JobView<'a> {
         &self.run_policy
     }
 
+    /// `runPolicy.suspend`, or in the Kueue mode a queued job not admitted yet.
     pub fn suspended(&self) -> bool {
-        self.run_policy.suspend.unwrap_or(false)
+        self.run_policy.suspend.unwrap_or(false) || self.held
     }
 
     pub fn dynamic_workers(&self) -> bool {

@@ -12,6 +12,7 @@ mod finished;
 mod first_pass;
 mod gating;
 mod kubelet_restarts;
+mod kueue;
 mod running;
 mod scale;
 mod startup;

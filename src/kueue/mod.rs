@@ -1,0 +1,28 @@
+//! The Kueue mode (`run --kueue`, docs/kueue.md): the operator as Kueue's external framework
+//! for TFJobs (Kueue's `integrations.externalFrameworks: ["TFJob.v1.kubeflow.org"]`). It does
+//! the job's half of Kueue's generic job reconciler that Kueue's built-in TFJob integration
+//! did: one Workload per queued job, the job resumed on admission with the flavor merged
+//! into its templates, suspended on eviction, its quota released, `PodsReady` and `Finished`
+//! written, the finalizer dropped.
+//!
+//! `plan` decides (pure); `cache` watches the Workloads, `pass` is the step a job's pass
+//! takes before the TFJob controller plans, `writes` and `lookups` talk to the API,
+//! `janitor` cleans up after deleted jobs. The TFJob controller itself knows one rule of it:
+//! a queued job runs only once admitted (`plan::held`).
+
+pub(crate) mod cache;
+pub(crate) mod janitor;
+pub(crate) mod lookups;
+pub(crate) mod pass;
+pub mod plan;
+pub(crate) mod writes;
+
+pub use writes::KueueSide;
+
+/// The User-Agent of the Kueue side's requests (the TFJob controller's is
+/// `tfjob-operator/<version>`): the audit log tells Kueue's share of the work apart, as it
+/// does for Kueue's own built-in integration.
+pub const USER_AGENT: &str = concat!("tfjob-kueue/", env!("CARGO_PKG_VERSION"));
+
+/// The name the Kueue side's events carry as their reporting controller.
+pub const CONTROLLER_NAME: &str = "tfjob-operator-kueue";
