@@ -65,6 +65,7 @@ EOF
 
 # tc_kueue_start: starts Kueue with $TC_DIR/kueue-config.yaml, in a mount namespace of its
 # own where /etc/kueue/metrics/certs exists (see README.md, "Kueue"); its pid in run/kueue.pid.
+# (Without kueue-mode's lock, fd 8: Kueue would hold it for as long as it runs.)
 tc_kueue_start() {
   # As root a plain mount namespace; otherwise a user namespace as well (mapped to root).
   local ns_flags=(--mount --propagation private)
@@ -77,7 +78,7 @@ tc_kueue_start() {
            shift 2; exec "$@"' \
     sh "$TC_DIR/kueue/etc-upper" "$TC_DIR/kueue/etc-work" \
     "$(tc_kueue_bin_dir)/kueue" --config "$TC_DIR/kueue-config.yaml" \
-    >>"$TC_DIR/logs/kueue.log" 2>&1 </dev/null &
+    >>"$TC_DIR/logs/kueue.log" 2>&1 </dev/null 8>&- &
   echo $! >"$TC_DIR/run/kueue.pid"
 }
 

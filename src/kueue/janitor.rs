@@ -23,7 +23,8 @@ use crate::error::Error;
 /// How soon a failed clean-up is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// Cleans up after the jobs named on `keys` while the scope runs.
+/// Cleans up after the jobs named on `keys` while the scope runs; a Workload whose job the
+/// TFJob cache does not hold (yet) is checked against the API server first.
 pub async fn run(
     side: Arc<KueueSide>,
     index: Index,
@@ -31,14 +32,16 @@ pub async fn run(
     mut keys: UnboundedReceiver<JobKey>,
     again: UnboundedSender<JobKey>,
 ) {
-    if jobs.wait_until_ready().await.is_err() {
-        return;
-    }
+    // Not `jobs.wait_until_ready()`: in kube-runtime 5 the store's readiness wakes one waiter
+    // only (a oneshot), and the controller already waits on it. A job the cache does not hold
+    // yet is asked of the API server before anything is done (`clean`).
     while let Some(key) = keys.next().await {
         let orphans = orphans(&index, &jobs, &key);
         if orphans.is_empty() {
             continue;
         }
+        let names: Vec<&str> = orphans.iter().map(|w| w.name()).collect();
+        tracing::debug!(job = key.1, namespace = key.0, workloads = ?names, "Workloads of a job that may be gone");
         if let Err(e) = clean(&side, &key, &orphans).await {
             tracing::warn!(error = %e, job = key.1, namespace = key.0, "releasing the Workloads of a deleted TFJob");
             let again = again.clone();

@@ -67,7 +67,8 @@ async fn a_job_queued_without_suspend_makes_no_pod_before_admission() {
     let mut spec = queued_job("eager", &[("Worker", 2, LONG)]);
     spec["spec"]["runPolicy"] = json!({});
     let created = c.create(spec).await;
-    assert_eq!(suspended(&created), None);
+    // (the CRD defaults `suspend` to false)
+    assert_ne!(suspended(&created), Some(true));
     let workload = q.workload_of(&created).await;
     let wl = workload.metadata.name.clone().expect("workload name");
     assert!(wl.starts_with("tfjob-eager-"), "Kueue's name: {wl}");

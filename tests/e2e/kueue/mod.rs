@@ -329,7 +329,8 @@ impl Queue {
 
 impl Drop for Queue {
     /// Removes the test's jobs first (their Workloads hold the ClusterQueue's finalizer), then
-    /// its cluster-scoped Kueue objects and its nodes; nothing waits for the deletions.
+    /// its cluster-scoped Kueue objects and its nodes; only the Workloads' going is waited for,
+    /// in the external mode.
     fn drop(&mut self) {
         let kubectl = crate::support::RealTier::from_env()
             .map(|t| t.kubectl)
@@ -344,6 +345,22 @@ impl Drop for Queue {
                 "--wait=false",
             ])
             .output();
+        // In the external mode the test's operator releases the Workloads of deleted jobs:
+        // wait for that while it still runs (it stops with the test), else they keep their
+        // finalizer and the namespace cannot go.
+        if std::env::var("TESTCLUSTER_KUEUE_MODE").as_deref() == Ok("external") {
+            let _ = std::process::Command::new(&kubectl)
+                .args([
+                    "-n",
+                    &self.namespace,
+                    "wait",
+                    "--for=delete",
+                    "workloads.kueue.x-k8s.io",
+                    "--all",
+                    "--timeout=30s",
+                ])
+                .output();
+        }
         for (plural, name) in self.cluster_scoped.iter().rev() {
             let _ = std::process::Command::new(&kubectl)
                 .args([
