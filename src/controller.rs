@@ -72,7 +72,13 @@ pub async fn run_scope(
     // The Kueue mode: the scope's Workloads (their changes wake their jobs) and the janitor
     // that releases those of deleted jobs.
     let kueue = shared.kueue.as_ref().map(|side| {
-        kueue_watches(side, namespace.as_deref(), wake.clone(), &jobs, &mut watches)
+        kueue_watches(
+            side,
+            namespace.as_deref(),
+            wake.clone(),
+            &jobs,
+            &mut watches,
+        )
     });
     let (workloads, orphans) = kueue.unzip();
     watches.spawn(

@@ -92,9 +92,7 @@ impl Error {
     /// delete's precondition: the newer version is on its way through the watch).
     pub fn is_wait(&self) -> bool {
         match self {
-            Error::CachesNotSynced | Error::ChildChanged { .. } | Error::WorkloadsNotSynced => {
-                true
-            }
+            Error::CachesNotSynced | Error::ChildChanged { .. } | Error::WorkloadsNotSynced => true,
             // A Kueue write on a resourceVersion that moved (Kueue writes Workloads too).
             Error::Kueue {
                 source: kube::Error::Api(status),

@@ -34,7 +34,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = Client::try_from(config.clone()).context("building the Kubernetes client")?;
     // The Kueue side names itself apart in the audit log, as Kueue's own integration does.
     let mut kueue_config = config;
-    kueue_config.headers.retain(|(name, _)| name != ::http::header::USER_AGENT);
+    kueue_config
+        .headers
+        .retain(|(name, _)| name != ::http::header::USER_AGENT);
     kueue_config.headers.push((
         ::http::header::USER_AGENT,
         ::http::HeaderValue::from_static(crate::kueue::USER_AGENT),
@@ -103,15 +105,20 @@ pub async fn run_with_clients(
     let settings = Settings {
         cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
         gang: args.gang.gang(),
-        kueue: args.kueue,
     };
     if let Some(gang) = &settings.gang {
         tracing::info!(scheduler = gang.scheduler_name(), podgroups = %gang.crd_name(), "gang scheduling on");
     }
     let kueue = args.kueue.then(|| {
-        tracing::info!("Kueue mode on: TFJobs with a queue label get their Workloads from the operator");
+        tracing::info!(
+            "Kueue mode on: TFJobs with a queue label get their Workloads from the operator"
+        );
         Arc::new(crate::kueue::KueueSide {
-            recorder: EventRecorder::new(kueue_client.clone(), crate::kueue::CONTROLLER_NAME, &identity),
+            recorder: EventRecorder::new(
+                kueue_client.clone(),
+                crate::kueue::CONTROLLER_NAME,
+                &identity,
+            ),
             client: kueue_client,
         })
     });

@@ -81,7 +81,10 @@ impl Index {
         let mut keys: Vec<JobKey> = inner
             .by_job
             .iter()
-            .filter(|(_, ws)| ws.values().any(|w| w.controller().is_some_and(|(u, _)| u == uid)))
+            .filter(|(_, ws)| {
+                ws.values()
+                    .any(|w| w.controller().is_some_and(|(u, _)| u == uid))
+            })
             .map(|(k, _)| k.clone())
             .collect();
         keys.sort();
@@ -90,7 +93,11 @@ impl Index {
 
     fn all(&self) -> Vec<Arc<Workload>> {
         let inner = self.read();
-        inner.by_job.values().flat_map(|m| m.values().cloned()).collect()
+        inner
+            .by_job
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
     }
 
     fn apply(&self, event: &Event<Workload>) {
@@ -103,7 +110,8 @@ impl Index {
 
     fn put(&self, w: &Workload) {
         self.remove(w);
-        let (Some(namespace), Some((_, job))) = (w.metadata.namespace.clone(), w.controller()) else {
+        let (Some(namespace), Some((_, job))) = (w.metadata.namespace.clone(), w.controller())
+        else {
             return;
         };
         let key = (namespace.clone(), job.to_string());

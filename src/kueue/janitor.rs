@@ -54,9 +54,15 @@ pub async fn run(
 }
 
 /// The job's Workloads whose controller is not the job the cache has under that name.
-fn orphans(index: &Index, jobs: &Store<CachedJob>, (namespace, name): &JobKey) -> Vec<Arc<Workload>> {
+fn orphans(
+    index: &Index,
+    jobs: &Store<CachedJob>,
+    (namespace, name): &JobKey,
+) -> Vec<Arc<Workload>> {
     let job = jobs.get(&ObjectRef::new(name).within(namespace));
-    let uid = job.as_ref().and_then(|j| kube::Resource::meta(j.as_ref()).uid.clone());
+    let uid = job
+        .as_ref()
+        .and_then(|j| kube::Resource::meta(j.as_ref()).uid.clone());
     index
         .of_job(namespace, name)
         .into_iter()
@@ -67,12 +73,24 @@ fn orphans(index: &Index, jobs: &Store<CachedJob>, (namespace, name): &JobKey) -
 
 /// Confirms with the API server that the job is gone (the TFJob watch may lag behind the
 /// Workload watch), then finishes and releases each Workload.
-async fn clean(side: &KueueSide, (namespace, name): &JobKey, orphans: &[Arc<Workload>]) -> Result<(), Error> {
-    let api: Api<DynamicObject> = Api::namespaced_with(side.client.clone(), namespace, &ApiResource::erase::<TFJob>(&()));
+async fn clean(
+    side: &KueueSide,
+    (namespace, name): &JobKey,
+    orphans: &[Arc<Workload>],
+) -> Result<(), Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        side.client.clone(),
+        namespace,
+        &ApiResource::erase::<TFJob>(&()),
+    );
     let live = api
         .get_metadata_opt(name)
         .await
-        .map_err(|source| Error::Kueue { action: "reading TFJob", name: name.clone(), source })?;
+        .map_err(|source| Error::Kueue {
+            action: "reading TFJob",
+            name: name.clone(),
+            source,
+        })?;
     let live_uid = live.and_then(|j| j.metadata.uid);
     let mut gone: Vec<Workload> = orphans
         .iter()

@@ -16,7 +16,10 @@ use crate::error::Error;
 
 fn kueue_api(client: &Client, kind: &str, plural: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk(GROUP, VERSION, kind);
-    Api::all_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural))
+    Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
 }
 
 fn failed(action: &'static str, name: &str) -> impl FnOnce(kube::Error) -> Error {

@@ -7,8 +7,13 @@
 //!
 //! `plan` decides (pure); `cache` watches the Workloads, `pass` is the step a job's pass
 //! takes before the TFJob controller plans, `writes` and `lookups` talk to the API,
-//! `janitor` cleans up after deleted jobs. The TFJob controller itself knows one rule of it:
-//! a queued job runs only once admitted (`plan::held`).
+//! `janitor` cleans up after deleted jobs.
+//!
+//! No pod before admission: no webhook suspends a queued job for an external framework, so a
+//! job created without `suspend: true` is suspended by this side (Kueue's `stopJob`), in the
+//! step that comes first in each of the job's passes; a pass that wrote the job ends there,
+//! and one whose write failed fails: the TFJob controller plans only once the job it sees is
+//! suspended, or admitted.
 
 pub(crate) mod cache;
 pub(crate) mod janitor;

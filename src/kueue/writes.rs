@@ -18,7 +18,9 @@ use super::plan::build;
 use super::plan::conditions;
 use super::plan::decide::Act;
 use super::plan::job::JobFacts;
-use super::plan::workload::{FINALIZER, FINISHED_FAILED_TO_START, PodSet, Workload, WorkloadStatus};
+use super::plan::workload::{
+    FINALIZER, FINISHED_FAILED_TO_START, PodSet, Workload, WorkloadStatus,
+};
 use crate::crd::TFJob;
 use crate::error::{Error, NOTE_LIMIT, bounded};
 use crate::runtime::recorder::{EventRecorder, Note};
@@ -112,7 +114,11 @@ impl Writer<'_> {
         }
         patch["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         self.jobs()
-            .patch(&self.job.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &self.job.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(|source| self.failed(what, source))?;
         Ok(())
@@ -124,7 +130,8 @@ impl Writer<'_> {
             return Ok(());
         }
         let stopped = admission::stopped(&stored, restore);
-        self.patch_job(&stored, &stopped, "suspending TFJob").await?;
+        self.patch_job(&stored, &stopped, "suspending TFJob")
+            .await?;
         self.event("Stopped", message.to_string()).await;
         Ok(())
     }
@@ -140,7 +147,9 @@ impl Writer<'_> {
             Ok(started) => {
                 self.patch_job(&stored, &started, "resuming TFJob").await?;
                 let admission = w.status.admission.as_ref();
-                let queue = admission.map(|a| a.cluster_queue.as_str()).unwrap_or_default();
+                let queue = admission
+                    .map(|a| a.cluster_queue.as_str())
+                    .unwrap_or_default();
                 let note = format!("Admitted by clusterQueue {queue}");
                 self.event("Started", note).await;
                 Ok(())
@@ -178,7 +187,8 @@ impl Writer<'_> {
         let priority = lookups::priority(&self.side.client, self.job).await?;
         let spec = build::spec(self.job, &priority, w.spec.active);
         let patch = merge_patch(&json!({"spec": w.spec}), &json!({"spec": spec}));
-        self.patch_workload(name, patch, "updating Workload").await?;
+        self.patch_workload(name, patch, "updating Workload")
+            .await?;
         let note = format!(
             "Updated not matching Workload for suspended job: {}/{name}",
             self.job.namespace

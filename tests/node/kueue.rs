@@ -13,7 +13,10 @@ struct Queue<'a> {
 
 impl Drop for Queue<'_> {
     fn drop(&mut self) {
-        for kind in ["clusterqueues.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io"] {
+        for kind in [
+            "clusterqueues.kueue.x-k8s.io",
+            "resourceflavors.kueue.x-k8s.io",
+        ] {
             let _ = self
                 .node
                 .try_kubectl(&["delete", kind, &self.name, "--wait=false"]);
@@ -42,7 +45,11 @@ fn a_queued_mwms_job_is_admitted_trains_and_finishes_its_workload() {
         node: &node,
         name: ns.name.clone(),
     };
-    node.apply(&kueue("ResourceFlavor", json!({"name": queue.name}), json!({})));
+    node.apply(&kueue(
+        "ResourceFlavor",
+        json!({"name": queue.name}),
+        json!({}),
+    ));
     let flavor = json!({"name": queue.name, "resources": [
         {"name": "cpu", "nominalQuota": "1"}, {"name": "memory", "nominalQuota": "2Gi"}]});
     node.apply(&kueue(
@@ -71,13 +78,25 @@ fn a_queued_mwms_job_is_admitted_trains_and_finishes_its_workload() {
     });
     assert!(workload.starts_with("tfjob-queued-"), "{workload}");
     let done = ns.wait_finished("queued", 240);
-    assert_eq!(finished(&done), Some("Succeeded"), "{}\n{}", done["status"], ns.describe());
+    assert_eq!(
+        finished(&done),
+        Some("Succeeded"),
+        "{}\n{}",
+        done["status"],
+        ns.describe()
+    );
     let finished_workload = wait_for("the Workload finished", 60, || {
         let w = ns.get(&["workloads.kueue.x-k8s.io", &workload]);
         (condition(&w, "Finished")?["status"] == "True").then_some(w)
     });
-    assert_eq!(condition(&finished_workload, "Finished").unwrap()["reason"], "Succeeded");
-    assert_eq!(condition(&finished_workload, "Admitted").unwrap()["status"], "True");
+    assert_eq!(
+        condition(&finished_workload, "Finished").unwrap()["reason"],
+        "Succeeded"
+    );
+    assert_eq!(
+        condition(&finished_workload, "Admitted").unwrap()["status"],
+        "True"
+    );
     ns.wait_pods_finished(60);
 
     let mut sums = Vec::new();
@@ -87,7 +106,11 @@ fn a_queued_mwms_job_is_admitted_trains_and_finishes_its_workload() {
         assert_eq!(labels["kueue.x-k8s.io/podset"], "worker", "{pod}: {labels}");
         let log = ns.logs(&pod, false);
         let r = reports(&log);
-        assert_eq!(report(&r, "strategy", &log)["num_replicas_in_sync"], 2, "{pod}");
+        assert_eq!(
+            report(&r, "strategy", &log)["num_replicas_in_sync"],
+            2,
+            "{pod}"
+        );
         let done = report(&r, "done", &log);
         assert_eq!(done["steps"], 20, "{pod}");
         sums.push(done["weights_sha256"].as_str().unwrap().to_string());

@@ -332,7 +332,10 @@ fn the_kueue_config_adds_the_kueue_rules_and_the_flag_only() {
     );
     let grants = grants_of(find_named(&docs, "ClusterRole", "tfjob-operator-kueue"));
     let expected = [
-        ("workloads", vec!["list", "watch", "create", "patch", "delete"]),
+        (
+            "workloads",
+            vec!["list", "watch", "create", "patch", "delete"],
+        ),
         ("workloads/status", vec!["patch"]),
         ("resourceflavors", vec!["get"]),
         ("workloadpriorityclasses", vec!["get"]),
@@ -351,6 +354,9 @@ fn the_kueue_config_adds_the_kueue_rules_and_the_flag_only() {
         serde_json::json!([{"kind": "ServiceAccount", "name": "tfjob-operator", "namespace": "kubeflow"}])
     );
     let args = &find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];
-    assert_eq!(args, &serde_json::json!(["run", "--leader-elect", "--kueue"]));
+    assert_eq!(
+        args,
+        &serde_json::json!(["run", "--leader-elect", "--kueue"])
+    );
     assert_eq!(docs.len(), default.len() + 2, "{:?}", kinds(&docs));
 }

@@ -32,7 +32,9 @@ pub struct PodSetInfo {
 pub enum StartError {
     #[error("invalid podset infos: expecting {want} podset, got {got}")]
     Count { want: usize, got: usize },
-    #[error("invalid admission check PodSetUpdate: conflict for {field}: conflict for key={key}, value1={old}, value2={new}")]
+    #[error(
+        "invalid admission check PodSetUpdate: conflict for {field}: conflict for key={key}, value1={old}, value2={new}"
+    )]
     Conflict {
         field: &'static str,
         key: String,
@@ -44,7 +46,11 @@ pub enum StartError {
 /// The ResourceFlavors an admitted Workload names, in order, without repeats.
 pub fn flavor_names(workload: &Workload) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    let assignments = workload.status.admission.iter().flat_map(|a| &a.pod_set_assignments);
+    let assignments = workload
+        .status
+        .admission
+        .iter()
+        .flat_map(|a| &a.pod_set_assignments);
     for flavor in assignments.flat_map(|a| a.flavors.values()) {
         if !names.contains(flavor) {
             names.push(flavor.clone());
@@ -78,7 +84,8 @@ pub fn infos(
             seen.push(flavor);
             let spec = flavors.get(flavor).cloned().unwrap_or_default();
             info.node_selector.extend(spec.node_labels);
-            info.tolerations.extend(spec.tolerations.iter().map(to_value));
+            info.tolerations
+                .extend(spec.tolerations.iter().map(to_value));
         }
         let podset = workload.spec.pod_sets.get(i);
         if assignment.topology_assignment.is_some() {
@@ -120,9 +127,13 @@ fn asks_for_topology(podset: Option<&PodSet>) -> bool {
             .any(|k| !r[*k].is_null())
     }) || podset.is_some_and(|p| {
         let annotations = &p.template["metadata"]["annotations"];
-        [REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY]
-            .iter()
-            .any(|k| !annotations[*k].is_null())
+        [
+            REQUIRED_TOPOLOGY,
+            PREFERRED_TOPOLOGY,
+            UNCONSTRAINED_TOPOLOGY,
+        ]
+        .iter()
+        .any(|k| !annotations[*k].is_null())
     })
 }
 
@@ -137,11 +148,7 @@ fn queue_labels(labels: &mut BTreeMap<String, String>, workload: &Workload, clus
 
 fn is_dns_label(s: &str) -> bool {
     let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars().all(ok)
-        && !s.starts_with('-')
-        && !s.ends_with('-')
+    !s.is_empty() && s.len() <= 63 && s.chars().all(ok) && !s.starts_with('-') && !s.ends_with('-')
 }
 
 fn to_value(t: &Toleration) -> Value {
@@ -153,7 +160,11 @@ fn to_value(t: &Toleration) -> Value {
 fn merge_info(into: &mut PodSetInfo, other: &PodSetInfo) -> Result<(), StartError> {
     merge_map(&mut into.annotations, &other.annotations, "annotations")?;
     merge_map(&mut into.labels, &other.labels, "labels")?;
-    merge_map(&mut into.node_selector, &other.node_selector, "nodeSelector")?;
+    merge_map(
+        &mut into.node_selector,
+        &other.node_selector,
+        "nodeSelector",
+    )?;
     add_missing(&mut into.tolerations, &other.tolerations);
     add_missing(&mut into.scheduling_gates, &other.scheduling_gates);
     Ok(())
@@ -268,7 +279,11 @@ fn put(template: &mut Value, info: &PodSetInfo) {
         .or_insert_with(|| Value::Object(Map::new()));
     set(spec, "nodeSelector", map_value(&info.node_selector));
     set(spec, "tolerations", Value::Array(info.tolerations.clone()));
-    set(spec, "schedulingGates", Value::Array(info.scheduling_gates.clone()));
+    set(
+        spec,
+        "schedulingGates",
+        Value::Array(info.scheduling_gates.clone()),
+    );
 }
 
 /// Sets `key` of `object` to `value`, or removes it when `value` is empty.

@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 
 use super::job::JobFacts;
 use super::workload::{
-    API_VERSION, FINALIZER, JOB_UID_LABEL, PriorityClassRef, Workload, WorkloadSpec,
-    workload_name,
+    API_VERSION, FINALIZER, JOB_UID_LABEL, PriorityClassRef, Workload, WorkloadSpec, workload_name,
 };
 
 /// Where the Workload's priority comes from, as resolved against the cluster: the
@@ -53,8 +52,10 @@ pub fn spec(job: &JobFacts, priority: &Priority, active: Option<bool>) -> Worklo
 
 /// The job's new Workload.
 pub fn workload(job: &JobFacts, priority: &Priority) -> Workload {
-    let labels = is_label_value(&job.uid).then(|| [(JOB_UID_LABEL.to_string(), job.uid.clone())].into());
-    let annotations = (!job.workload_annotations.is_empty()).then(|| job.workload_annotations.clone());
+    let labels =
+        is_label_value(&job.uid).then(|| [(JOB_UID_LABEL.to_string(), job.uid.clone())].into());
+    let annotations =
+        (!job.workload_annotations.is_empty()).then(|| job.workload_annotations.clone());
     Workload {
         api_version: Some(API_VERSION.into()),
         kind: Some("Workload".into()),
@@ -86,7 +87,8 @@ pub fn priority_patch(priority: &Priority) -> Value {
 
 fn is_label_value(s: &str) -> bool {
     s.len() <= 63
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         && s.chars().next().is_none_or(|c| c.is_ascii_alphanumeric())
         && s.chars().last().is_none_or(|c| c.is_ascii_alphanumeric())
 }
@@ -121,13 +123,22 @@ mod tests {
         let w = workload(&f, &priority);
         let v = serde_json::to_value(&w).unwrap();
         assert_eq!(v["metadata"]["name"], json!(workload_name("a", "2f1c-uid")));
-        assert_eq!(v["metadata"]["finalizers"], json!(["kueue.x-k8s.io/resource-in-use"]));
-        assert_eq!(v["metadata"]["labels"], json!({"kueue.x-k8s.io/job-uid": "2f1c-uid"}));
+        assert_eq!(
+            v["metadata"]["finalizers"],
+            json!(["kueue.x-k8s.io/resource-in-use"])
+        );
+        assert_eq!(
+            v["metadata"]["labels"],
+            json!({"kueue.x-k8s.io/job-uid": "2f1c-uid"})
+        );
         assert_eq!(
             v["metadata"]["annotations"],
             json!({"provreq.kueue.x-k8s.io/ValidUntilSeconds": "60"})
         );
-        assert_eq!(v["metadata"]["ownerReferences"][0]["controller"], json!(true));
+        assert_eq!(
+            v["metadata"]["ownerReferences"][0]["controller"],
+            json!(true)
+        );
         assert_eq!(v["spec"]["queueName"], json!("q"));
         assert_eq!(v["spec"]["maximumExecutionTimeSeconds"], json!(600));
         assert_eq!(v["spec"]["priority"], json!(7));
@@ -146,11 +157,23 @@ mod tests {
             json!({"kueue.x-k8s.io/priority-class": "wpc"}),
             json!({"schedulingPolicy": {"priorityClass": "policy"}}),
         );
-        assert_eq!(priority_source(&all), PrioritySource::WorkloadClass("wpc".into()));
-        let policy = facts(json!({}), json!({"schedulingPolicy": {"priorityClass": "policy"}}));
-        assert_eq!(priority_source(&policy), PrioritySource::PodClass("policy".into()));
+        assert_eq!(
+            priority_source(&all),
+            PrioritySource::WorkloadClass("wpc".into())
+        );
+        let policy = facts(
+            json!({}),
+            json!({"schedulingPolicy": {"priorityClass": "policy"}}),
+        );
+        assert_eq!(
+            priority_source(&policy),
+            PrioritySource::PodClass("policy".into())
+        );
         let template = facts(json!({}), json!({}));
-        assert_eq!(priority_source(&template), PrioritySource::PodClass("tpl".into()));
+        assert_eq!(
+            priority_source(&template),
+            PrioritySource::PodClass("tpl".into())
+        );
         let none = JobFacts {
             priority_class: String::new(),
             ..template

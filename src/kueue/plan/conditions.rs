@@ -48,7 +48,8 @@ pub fn pods_ready(workload: &Workload, running: bool) -> Wanted {
         return Wanted::new(PODS_READY, false, WAIT_FOR_START, NOT_READY);
     }
     if running {
-        let recovering = current.is_some_and(|c| c.reason == WAIT_FOR_RECOVERY || c.reason == RECOVERED);
+        let recovering =
+            current.is_some_and(|c| c.reason == WAIT_FOR_RECOVERY || c.reason == RECOVERED);
         let reason = if recovering { RECOVERED } else { STARTED };
         return Wanted::new(PODS_READY, true, reason, READY);
     }
@@ -63,16 +64,21 @@ pub fn pods_ready(workload: &Workload, running: bool) -> Wanted {
 /// Whether the Workload already has this condition with the same status and reason (Kueue
 /// writes `PodsReady` only when one of them changes).
 pub fn has(workload: &Workload, wanted: &Wanted) -> bool {
-    workload.condition(wanted.type_).is_some_and(|c| {
-        c.status == status_word(wanted.status) && c.reason == wanted.reason
-    })
+    workload
+        .condition(wanted.type_)
+        .is_some_and(|c| c.status == status_word(wanted.status) && c.reason == wanted.reason)
 }
 
 /// The Workload's status with `wanted` set (`meta.SetStatusCondition`: a new status moves
 /// the transition time; reason, message and generation always follow).
 pub fn with_condition(workload: &Workload, wanted: &Wanted, now: Timestamp) -> WorkloadStatus {
     let mut status = workload.status.clone();
-    set(&mut status.conditions, wanted, workload.metadata.generation, now);
+    set(
+        &mut status.conditions,
+        wanted,
+        workload.metadata.generation,
+        now,
+    );
     status
 }
 
@@ -84,7 +90,12 @@ pub fn finished(reason: &str, message: &str) -> Wanted {
 /// The quota given back once an evicted job has no active pod: `Requeued` (True only after
 /// a preemption or a node failure), `QuotaReserved` False, no admission, and `Admitted` False
 /// with the admitted time added to the past execution time.
-pub fn released(workload: &Workload, reason: &str, message: &str, now: Timestamp) -> WorkloadStatus {
+pub fn released(
+    workload: &Workload,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> WorkloadStatus {
     let generation = workload.metadata.generation;
     let mut status = workload.status.clone();
     let requeued = reason == EVICTED_BY_PREEMPTION || reason == EVICTED_DUE_TO_NODE_FAILURES;
@@ -93,8 +104,14 @@ pub fn released(workload: &Workload, reason: &str, message: &str, now: Timestamp
     let unreserved = Wanted::new(QUOTA_RESERVED, false, PENDING, message);
     set(&mut status.conditions, &unreserved, generation, now);
     status.admission = None;
-    if let Some(admitted) = status.conditions.iter().find(|c| c.type_ == ADMITTED && c.status == "True") {
-        let seconds = now.duration_since(admitted.last_transition_time.0).as_secs();
+    if let Some(admitted) = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == ADMITTED && c.status == "True")
+    {
+        let seconds = now
+            .duration_since(admitted.last_transition_time.0)
+            .as_secs();
         let seconds = i32::try_from(seconds).unwrap_or(i32::MAX);
         let past = status.accumulated_past_execution_time_seconds.unwrap_or(0);
         status.accumulated_past_execution_time_seconds = Some(past.saturating_add(seconds));
@@ -206,15 +223,40 @@ mod tests {
     #[test]
     fn releasing_the_quota_clears_the_admission_and_counts_the_time_admitted() {
         let w = admitted_at(0);
-        let status = released(&w, EVICTED_BY_PREEMPTION, "Preempted to accommodate a workload", at(42));
+        let status = released(
+            &w,
+            EVICTED_BY_PREEMPTION,
+            "Preempted to accommodate a workload",
+            at(42),
+        );
         assert_eq!(status.admission, None);
         let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t).unwrap();
-        assert_eq!((find(QUOTA_RESERVED).status.as_str(), find(QUOTA_RESERVED).reason.as_str()), ("False", PENDING));
-        assert_eq!((find(ADMITTED).status.as_str(), find(ADMITTED).reason.as_str()), ("False", NO_RESERVATION));
+        assert_eq!(
+            (
+                find(QUOTA_RESERVED).status.as_str(),
+                find(QUOTA_RESERVED).reason.as_str()
+            ),
+            ("False", PENDING)
+        );
+        assert_eq!(
+            (
+                find(ADMITTED).status.as_str(),
+                find(ADMITTED).reason.as_str()
+            ),
+            ("False", NO_RESERVATION)
+        );
         assert_eq!(find(REQUEUED).status, "True");
         assert_eq!(status.accumulated_past_execution_time_seconds, Some(42));
         // A deactivation does not requeue.
         let status = released(&w, "Deactivated", "", at(1));
-        assert_eq!(status.conditions.iter().find(|c| c.type_ == REQUEUED).unwrap().status, "False");
+        assert_eq!(
+            status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == REQUEUED)
+                .unwrap()
+                .status,
+            "False"
+        );
     }
 }

@@ -98,7 +98,10 @@ pub fn finalize(owned: &[&Workload], controlled: bool) -> Vec<Act> {
 /// `ensureOneWorkload`: the Workload that matches the job, the others deleted, a running job
 /// without one suspended, a suspended job's stale Workload updated. `done` when the pass
 /// must stop there (Kueue returns an error after deleting, to come back).
-fn ensure_one<'a>(job: &JobFacts, owned: &[&'a Workload]) -> (Vec<Act>, Option<&'a Workload>, bool) {
+fn ensure_one<'a>(
+    job: &JobFacts,
+    owned: &[&'a Workload],
+) -> (Vec<Act>, Option<&'a Workload>, bool) {
     let mut acts = Vec::new();
     let matching = owned.iter().copied().find(|w| equivalent(job, w));
     let mut others: Vec<&Workload> = owned
@@ -114,7 +117,9 @@ fn ensure_one<'a>(job: &JobFacts, owned: &[&'a Workload]) -> (Vec<Act>, Option<&
         let only = (others.len() == 1).then(|| others[0]);
         let message = match only {
             None => "Missing Workload; unable to restore pod templates",
-            Some(_) => "No matching Workload; restoring pod templates according to existent Workload",
+            Some(_) => {
+                "No matching Workload; restoring pod templates according to existent Workload"
+            }
         };
         acts.push(Act::StopJob {
             restore: only.map(|w| w.spec.pod_sets.clone()),
@@ -186,7 +191,11 @@ fn follow(job: &JobFacts, workload: Option<&Workload>) -> Vec<Act> {
         if workload.is_none() {
             return Vec::new();
         }
-        let reason = if *success { FINISHED_SUCCEEDED } else { FINISHED_FAILED };
+        let reason = if *success {
+            FINISHED_SUCCEEDED
+        } else {
+            FINISHED_FAILED
+        };
         let event = format!("Workload '{}/{name}' is declared finished", job.namespace);
         return vec![Act::SetCondition {
             workload: name,
@@ -196,7 +205,11 @@ fn follow(job: &JobFacts, workload: Option<&Workload>) -> Vec<Act> {
     }
     let Some(w) = workload else {
         // A job with active pods waits for them to go before it gets a Workload.
-        return if job.active { Vec::new() } else { vec![Act::CreateWorkload] };
+        return if job.active {
+            Vec::new()
+        } else {
+            vec![Act::CreateWorkload]
+        };
     };
     let ready = conditions::pods_ready(w, job.running);
     if !conditions::has(w, &ready) {

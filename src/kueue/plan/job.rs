@@ -117,7 +117,9 @@ fn priority_class(job: &TFJob) -> String {
 }
 
 /// The job's annotations Kueue copies onto the Workload it makes.
-fn workload_annotations(annotations: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+fn workload_annotations(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
     annotations
         .into_iter()
         .flatten()
@@ -143,7 +145,10 @@ pub fn pod_sets(job: &TFJob) -> Vec<PodSet> {
                 pod.containers.iter_mut().for_each(sanitize);
                 pod.init_containers.iter_mut().flatten().for_each(sanitize);
             }
-            let annotations = template.metadata.as_ref().and_then(|m| m.annotations.as_ref());
+            let annotations = template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.as_ref());
             PodSet {
                 name: t.lower().to_string(),
                 count: spec.replicas.unwrap_or(1),

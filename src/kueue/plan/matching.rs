@@ -46,7 +46,8 @@ fn same_pod_sets(job: &[PodSet], workload: &[PodSet], admitted: bool) -> bool {
 fn covered(job: &Value, workload: &Value, quantities: bool) -> bool {
     match (job, workload) {
         (Value::Object(j), Value::Object(w)) if quantities => {
-            let set = |m: &serde_json::Map<String, Value>, k: &str| m.get(k).is_some_and(|v| !empty(v));
+            let set =
+                |m: &serde_json::Map<String, Value>, k: &str| m.get(k).is_some_and(|v| !empty(v));
             j.keys()
                 .chain(w.keys())
                 .filter(|k| set(j, k) || set(w, k))
@@ -127,7 +128,10 @@ mod tests {
             c["resources"]["requests"]["memory"] = json!("1Gi");
             [podset(2, json!({"containers": [c]}))]
         };
-        let two_containers = [podset(2, json!({"containers": [container("1"), container("1")]}))];
+        let two_containers = [podset(
+            2,
+            json!({"containers": [container("1"), container("1")]}),
+        )];
         for different in [&other_count, &other_cpu, &more_resources, &two_containers] {
             assert!(!same_pod_sets(&job, different, false), "{different:?}");
         }

@@ -6,7 +6,7 @@
 //! `workload` holds Kueue's types and names, `job` what Kueue reads of a TFJob, `matching`
 //! whether a Workload still describes its job, `build` the Workload made for a job, `admission` what admission adds to
 //! and eviction takes from the templates, `conditions` the Workload conditions written, `decide`
-//! the order of it all. `held` is the one rule the TFJob controller itself applies.
+//! the order of it all. `queue_refusal` is what the TFJob controller itself shows.
 
 pub mod admission;
 pub mod build;
@@ -17,26 +17,7 @@ pub mod matching;
 pub mod workload;
 
 use crate::crd::TFJob;
-use workload::{PODSET_LABEL, QUEUE_LABEL};
-
-/// Whether the TFJob controller must hold a job as if suspended: in the Kueue mode, a job with
-/// the queue label runs only once admitted, which every one of its templates then shows
-/// (admission adds `kueue.x-k8s.io/podset` to each, eviction takes it away). No webhook
-/// suspends a job for an external framework, and the Kueue side's `suspend: true` comes a
-/// moment after the job is created: until admission not a single pod is made.
-pub fn held(job: &TFJob) -> bool {
-    let queued = job
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(QUEUE_LABEL))
-        .is_some_and(|q| !q.is_empty());
-    queued
-        && job.spec.tf_replica_specs.iter().any(|(_, spec)| {
-            let labels = spec.template.metadata.as_ref().and_then(|m| m.labels.as_ref());
-            !labels.is_some_and(|l| l.contains_key(PODSET_LABEL))
-        })
-}
+use workload::QUEUE_LABEL;
 
 /// The refusal of a new queue name on a job that is not suspended (Kueue's webhook:
 /// `validateUpdateForQueueName`), given the queue of its Workload: (reason, message).
@@ -57,24 +38,30 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn job(labels: serde_json::Value, template_labels: serde_json::Value) -> TFJob {
+    fn job(labels: serde_json::Value) -> TFJob {
         serde_json::from_value(json!({
             "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
             "metadata": {"name": "a", "labels": labels},
             "spec": {"tfReplicaSpecs": {
-                "Worker": {"template": {"metadata": {"labels": template_labels},
-                                        "spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
+                "Worker": {"template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
             }}
         }))
         .unwrap()
     }
 
     #[test]
-    fn a_queued_job_is_held_until_its_templates_show_the_admission() {
-        let queued = json!({"kueue.x-k8s.io/queue-name": "q"});
-        assert!(held(&job(queued.clone(), json!({}))));
-        assert!(!held(&job(queued, json!({"kueue.x-k8s.io/podset": "worker"}))));
-        assert!(!held(&job(json!({}), json!({}))));
-        assert!(!held(&job(json!({"kueue.x-k8s.io/queue-name": ""}), json!({}))));
+    fn a_new_queue_name_is_refused_with_kubernetes_words() {
+        let moved = job(json!({"kueue.x-k8s.io/queue-name": "b"}));
+        let (reason, message) = queue_refusal(&moved, "a").unwrap();
+        assert_eq!(reason, "QueueNameImmutable");
+        assert_eq!(
+            message,
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"b\": field is immutable while the job is not suspended; it stays in LocalQueue \"a\""
+        );
+        assert_eq!(queue_refusal(&moved, "b"), None);
+        assert!(
+            queue_refusal(&job(json!({})), "a").is_some(),
+            "the label removed"
+        );
     }
 }

@@ -70,7 +70,11 @@ pub const RECOVERED: &str = "Recovered";
 /// A Workload, with the parts the job's side reads.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct Workload {
-    #[serde(default, rename = "apiVersion", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "apiVersion",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub api_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
@@ -313,11 +317,7 @@ fn owner_workload_name(kind: &str, group: &str, name: &str, uid: &str) -> String
     let prefix = cut(&prefix, MAX_NAME - 1 - HASH_LENGTH);
     let input = format!("{kind}\n{group}\n{name}\n{uid}");
     let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, input.as_bytes());
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     format!("{prefix}-{}", &hex[..HASH_LENGTH])
 }
 

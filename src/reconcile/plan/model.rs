@@ -18,8 +18,6 @@ pub struct Settings {
     pub cluster_domain: Option<String>,
     /// The gang scheduler PodGroups and pods are made for (`--gang-scheduler-name`), if any.
     pub gang: Option<Gang>,
-    /// The Kueue mode (`--kueue`): a queued job runs only once admitted (`kueue::plan::held`).
-    pub kueue: bool,
 }
 
 /// What the controller observed for one job: the pods and services in the job's namespace

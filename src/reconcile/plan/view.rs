@@ -25,8 +25,6 @@ pub struct JobView<'a> {
     pub recovery: Recovery,
     /// The attempt whose pods count (`restart-scope: Job`; 0 otherwise).
     pub attempt: i32,
-    /// Held as suspended: queued with Kueue (the Kueue mode) and not admitted yet.
-    pub held: bool,
 }
 
 impl<'a> JobView<'a> {
@@ -47,7 +45,6 @@ impl<'a> JobView<'a> {
                 .as_ref()
                 .and_then(|s| s.restart_attempt)
                 .unwrap_or(0),
-            held: settings.kueue && crate::kueue::plan::held(job),
         }
     }
 
@@ -66,9 +63,8 @@ impl<'a> JobView<'a> {
         &self.run_policy
     }
 
-    /// `runPolicy.suspend`, or in the Kueue mode a queued job not admitted yet.
     pub fn suspended(&self) -> bool {
-        self.run_policy.suspend.unwrap_or(false) || self.held
+        self.run_policy.suspend.unwrap_or(false)
     }
 
     pub fn dynamic_workers(&self) -> bool {

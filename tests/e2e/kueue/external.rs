@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use tfjob_operator::crd::{ConditionType, TFJob};
 
 use super::{
-    Flavor, LOCAL_QUEUE, LONG, PRIORITY_LABEL, QUEUE_LABEL, Queue, assert_injected, kueue_condition,
-    kueue_present, kueue_true, queued_job, suspended, until_bound_pods, until_stopped,
+    Flavor, LOCAL_QUEUE, LONG, PRIORITY_LABEL, QUEUE_LABEL, Queue, assert_injected,
+    kueue_condition, kueue_present, kueue_true, queued_job, suspended, until_bound_pods,
+    until_stopped,
 };
 use crate::support::{
     TestCluster, condition, eventually, has_condition, record_pods, settle, until,
@@ -24,7 +25,9 @@ fn external(test: &str) -> bool {
     }
     let mode = std::env::var("TESTCLUSTER_KUEUE_MODE").unwrap_or_default();
     if mode != "external" {
-        eprintln!("{test}: skipped: Kueue runs its built-in TFJob integration here (TESTCLUSTER_KUEUE_MODE={mode:?}, not external)");
+        eprintln!(
+            "{test}: skipped: Kueue runs its built-in TFJob integration here (TESTCLUSTER_KUEUE_MODE={mode:?}, not external)"
+        );
     }
     mode == "external"
 }
@@ -80,10 +83,18 @@ async fn a_job_queued_without_suspend_makes_no_pod_before_admission() {
     let shown = condition(&waiting, ConditionType::Suspended).unwrap();
     assert_eq!(shown.reason.as_deref(), Some("TFJobSuspended"));
     settle().await;
-    assert!(pods.seen().is_empty(), "a pod before admission: {:?}", pods.seen());
+    let early: Vec<_> = pods.seen().into_iter().map(|p| p.metadata.name).collect();
+    assert!(early.is_empty(), "a pod before admission: {early:?}");
     let requests = c.operator_requests_since(&before);
-    assert_eq!(requests.count(Some("create"), Some("pods")), 0, "{requests:#?}");
-    assert!(!kueue_true(&q.workloads().get(&wl).await.unwrap(), "Admitted"));
+    assert_eq!(
+        requests.count(Some("create"), Some("pods")),
+        0,
+        "{requests:#?}"
+    );
+    assert!(!kueue_true(
+        &q.workloads().get(&wl).await.unwrap(),
+        "Admitted"
+    ));
 
     make_room(&mut q).await;
     let running = until_bound_pods(&c, "eager", 2).await;
@@ -93,7 +104,12 @@ async fn a_job_queued_without_suspend_makes_no_pod_before_admission() {
     c.until_condition("eager", ConditionType::Running).await;
     for pod in pods.seen() {
         let selector = pod.spec.and_then(|s| s.node_selector).unwrap_or_default();
-        assert_eq!(selector.get(super::POOL), Some(&q.flavor("a")), "{:?}", pod.metadata.name);
+        assert_eq!(
+            selector.get(super::POOL),
+            Some(&q.flavor("a")),
+            "{:?}",
+            pod.metadata.name
+        );
     }
 }
 
@@ -206,7 +222,11 @@ async fn a_whole_job_restart_that_recovers_in_time_is_not_evicted() {
             pods_ready(w) == Some(("True".into(), "Recovered".into()))
         })
         .await;
-    assert!(!kueue_true(&recovered, "Evicted"), "{:?}", recovered.data["status"]);
+    assert!(
+        !kueue_true(&recovered, "Evicted"),
+        "{:?}",
+        recovered.data["status"]
+    );
     let job = c.until_condition("sync", ConditionType::Running).await;
     assert_eq!(job.status.as_ref().and_then(|s| s.restart_attempt), Some(1));
     assert_eq!(suspended(&job), Some(false));
@@ -303,8 +323,16 @@ async fn the_priority_comes_from_each_source_in_kueues_order() {
         let created = c.create(job(name, label, in_policy)).await;
         let w = q.workload_of(&created).await;
         assert_eq!(w.data["spec"]["priority"], json!(value), "{name}");
-        assert_eq!(w.data["spec"]["priorityClassRef"]["kind"], json!(kind), "{name}");
-        assert_eq!(w.data["spec"]["priorityClassRef"]["name"], json!(class), "{name}");
+        assert_eq!(
+            w.data["spec"]["priorityClassRef"]["kind"],
+            json!(kind),
+            "{name}"
+        );
+        assert_eq!(
+            w.data["spec"]["priorityClassRef"]["name"],
+            json!(class),
+            "{name}"
+        );
     }
 }
 
@@ -328,10 +356,16 @@ async fn a_running_jobs_queue_name_change_is_refused() {
     c.until_condition("mover", ConditionType::Running).await;
     let relabel = |queue: &str| json!({"metadata": {"labels": {QUEUE_LABEL: queue}}});
     c.jobs()
-        .patch("mover", &PatchParams::default(), &Patch::Merge(relabel("other-queue")))
+        .patch(
+            "mover",
+            &PatchParams::default(),
+            &Patch::Merge(relabel("other-queue")),
+        )
         .await
         .unwrap();
-    let refused = c.until_condition("mover", ConditionType::ChangeRefused).await;
+    let refused = c
+        .until_condition("mover", ConditionType::ChangeRefused)
+        .await;
     let shown = condition(&refused, ConditionType::ChangeRefused).unwrap();
     let message = format!(
         "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"other-queue\": field is immutable while the job is not suspended; it stays in LocalQueue \"{LOCAL_QUEUE}\""
@@ -355,7 +389,11 @@ async fn a_running_jobs_queue_name_change_is_refused() {
     assert_eq!(uids(&now), uids(&pods), "the pods were not touched");
 
     c.jobs()
-        .patch("mover", &PatchParams::default(), &Patch::Merge(relabel(LOCAL_QUEUE)))
+        .patch(
+            "mover",
+            &PatchParams::default(),
+            &Patch::Merge(relabel(LOCAL_QUEUE)),
+        )
         .await
         .unwrap();
     until(&c.jobs(), "mover", "the refusal gone", |j| {
@@ -382,16 +420,26 @@ async fn a_job_deleted_while_queued_or_running_leaves_no_workload() {
         }],
     )
     .await;
-    let running = c.create(queued_job("running", &[("Worker", 2, LONG)])).await;
+    let running = c
+        .create(queued_job("running", &[("Worker", 2, LONG)]))
+        .await;
     q.workload_name_of(&running).await;
     c.until_condition("running", ConditionType::Running).await;
-    let waiting = c.create(queued_job("waiting", &[("Worker", 2, LONG)])).await;
+    let waiting = c
+        .create(queued_job("waiting", &[("Worker", 2, LONG)]))
+        .await;
     let waiting_wl = q.workload_name_of(&waiting).await;
     settle().await;
-    assert!(!kueue_true(&q.workloads().get(&waiting_wl).await.unwrap(), "QuotaReserved"));
+    assert!(!kueue_true(
+        &q.workloads().get(&waiting_wl).await.unwrap(),
+        "QuotaReserved"
+    ));
 
     for (name, job) in [("waiting", &waiting), ("running", &running)] {
-        c.jobs().delete(name, &DeleteParams::default()).await.unwrap();
+        c.jobs()
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
         let uid = job.metadata.uid.clone().unwrap();
         eventually(&format!("no Workload of {name}"), || async {
             let list = q.workloads().list(&ListParams::default()).await.ok()?;

@@ -85,7 +85,10 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
     let second = c.create(queued_job("second", &[("Worker", 2, "2")])).await;
     let second_wl = q.workload_of(&second).await;
     settle().await;
-    assert!(!kueue_true(&q.workloads().get(&name(&second_wl)).await.unwrap(), "QuotaReserved"));
+    assert!(!kueue_true(
+        &q.workloads().get(&name(&second_wl)).await.unwrap(),
+        "QuotaReserved"
+    ));
 
     // Step 1: Kueue's Configuration with the external framework, Kueue restarted.
     kueue_mode("external");
@@ -98,7 +101,10 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
     let finished = q
         .until_workload(&name(&first_wl), "finished", |w| kueue_true(w, "Finished"))
         .await;
-    assert_eq!(finished.metadata.uid, first_wl.metadata.uid, "the same Workload");
+    assert_eq!(
+        finished.metadata.uid, first_wl.metadata.uid,
+        "the same Workload"
+    );
     q.until_workload(&name(&second_wl), "admitted", |w| kueue_true(w, "Admitted"))
         .await;
     c.until_condition("second", ConditionType::Succeeded).await;
@@ -106,7 +112,10 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
         let uid = job.metadata.uid.clone().unwrap();
         let now = workloads_of(&q, &uid).await;
         assert_eq!(now.len(), 1, "one Workload per job: {now:?}");
-        assert_eq!(now[0].metadata.uid, before.metadata.uid, "adopted, not replaced");
+        assert_eq!(
+            now[0].metadata.uid, before.metadata.uid,
+            "adopted, not replaced"
+        );
     }
     // The running job was never suspended again, nor restarted.
     let versions: Vec<TFJob> = jobs
@@ -119,19 +128,17 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
         .position(|j| suspended(j) == Some(false))
         .expect("first resumed");
     assert!(
-        versions[resumed..].iter().all(|j| suspended(j) == Some(false)),
+        versions[resumed..]
+            .iter()
+            .all(|j| suspended(j) == Some(false)),
         "first suspended after its admission"
     );
     for worker in ["first-worker-0", "first-worker-1"] {
         assert_eq!(pods.uids_of(worker).len(), 1, "{worker} restarted");
     }
-    assert!(
-        versions
-            .iter()
-            .all(|j| crate::support::restarts(j, tfjob_operator::crd::ReplicaType::Worker)
-                .unwrap_or(0)
-                == 0)
-    );
+    assert!(versions.iter().all(|j| {
+        crate::support::restarts(j, tfjob_operator::crd::ReplicaType::Worker).unwrap_or(0) == 0
+    }));
 }
 
 fn name(w: &DynamicObject) -> String {
@@ -162,12 +169,23 @@ async fn api_writes_of_a_queued_job_in_each_mode() {
     for mode in ["builtin", "external"] {
         kueue_mode(mode);
         let mut c = TestCluster::without_operator(&format!("kueue-writes-{mode}")).await;
-        c.start_operator_with(if mode == "external" { &["--kueue"] } else { &[] });
+        c.start_operator_with(if mode == "external" {
+            &["--kueue"]
+        } else {
+            &[]
+        });
         let q = Queue::roomy(&c).await;
-        let log = c.real.as_ref().and_then(|r| r.audit_log.clone()).expect("audit log");
+        let log = c
+            .real
+            .as_ref()
+            .and_then(|r| r.audit_log.clone())
+            .expect("audit log");
         let offset = audit_offset(&log);
         let created = c
-            .create(queued_job("counted", &[("PS", 1, super::LONG), ("Worker", 2, "2")]))
+            .create(queued_job(
+                "counted",
+                &[("PS", 1, super::LONG), ("Worker", 2, "2")],
+            ))
             .await;
         let wl = q.workload_name_of(&created).await;
         c.until_condition("counted", ConditionType::Succeeded).await;
@@ -181,11 +199,17 @@ async fn api_writes_of_a_queued_job_in_each_mode() {
             let here = e.object_ref.namespace.as_deref() == Some(c.namespace.as_str());
             let write = ["create", "update", "patch", "delete"].contains(&e.verb.as_str());
             if let (true, true, Some(who)) = (here, write, writer(&e.user_agent)) {
-                *writes.entry((who, format!("{} {}", e.verb, e.resource()))).or_default() += 1;
+                *writes
+                    .entry((who, format!("{} {}", e.verb, e.resource())))
+                    .or_default() += 1;
             }
         }
         let total: u64 = writes.values().sum();
-        let events: u64 = writes.iter().filter(|((_, r), _)| r.ends_with(" events")).map(|(_, n)| n).sum();
+        let events: u64 = writes
+            .iter()
+            .filter(|((_, r), _)| r.ends_with(" events"))
+            .map(|(_, n)| n)
+            .sum();
         eprintln!("kueue writes, {mode}: {total} ({events} of them events)");
         for ((who, what), n) in &writes {
             eprintln!("  {who:30} {what:28} {n}");

@@ -25,9 +25,12 @@ fn workload() -> Workload {
     ];
     let assignment = |name: &str| PodSetAssignment {
         name: name.into(),
-        flavors: [("cpu".to_string(), "a".to_string()), ("memory".to_string(), "a".to_string())]
-            .into_iter()
-            .collect(),
+        flavors: [
+            ("cpu".to_string(), "a".to_string()),
+            ("memory".to_string(), "a".to_string()),
+        ]
+        .into_iter()
+        .collect(),
         ..PodSetAssignment::default()
     };
     w.status.admission = Some(Admission {
@@ -83,7 +86,10 @@ fn admission_adds_the_flavor_the_labels_and_the_annotation_to_each_template() {
         json!([{"key": "pool", "operator": "Equal", "value": "a", "effect": "NoSchedule"}])
     );
     let ps = &started["spec"]["tfReplicaSpecs"]["PS"]["template"];
-    assert_eq!(ps["metadata"]["labels"]["kueue.x-k8s.io/podset"], json!("ps"));
+    assert_eq!(
+        ps["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+        json!("ps")
+    );
     assert!(started["spec"]["tfReplicaSpecs"].get("Worker").is_none());
 }
 
@@ -110,15 +116,29 @@ fn eviction_gives_back_the_templates_the_workload_recorded() {
     let running = started(&job(), &infos).unwrap();
     let back = stopped(&running, Some(&w.spec.pod_sets));
     assert_eq!(back["spec"]["runPolicy"]["suspend"], json!(true));
-    assert_eq!(back["spec"]["tfReplicaSpecs"], job()["spec"]["tfReplicaSpecs"]);
+    assert_eq!(
+        back["spec"]["tfReplicaSpecs"],
+        job()["spec"]["tfReplicaSpecs"]
+    );
     let patch = merge_patch(&running, &back);
     let worker = &patch["spec"]["tfReplicaSpecs"]["worker"]["template"];
     assert_eq!(worker["spec"]["nodeSelector"], Value::Null);
-    assert!(worker["spec"].as_object().unwrap().contains_key("nodeSelector"));
-    assert_eq!(worker["metadata"]["labels"]["kueue.x-k8s.io/podset"], Value::Null);
+    assert!(
+        worker["spec"]
+            .as_object()
+            .unwrap()
+            .contains_key("nodeSelector")
+    );
+    assert_eq!(
+        worker["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+        Value::Null
+    );
     // Without a Workload (or with another shape) only `suspend` changes.
     let only_suspend = stopped(&running, None);
-    assert_eq!(only_suspend["spec"]["tfReplicaSpecs"], running["spec"]["tfReplicaSpecs"]);
+    assert_eq!(
+        only_suspend["spec"]["tfReplicaSpecs"],
+        running["spec"]["tfReplicaSpecs"]
+    );
 }
 
 #[test]
@@ -134,14 +154,26 @@ fn admission_check_updates_merge_and_a_conflict_stops_the_start() {
         }],
     }];
     let infos = infos(&w, &flavors()).unwrap();
-    assert_eq!(infos[1].annotations.get("cloud/slot").map(String::as_str), Some("7"));
-    assert!(infos[0].annotations.get("cloud/slot").is_none());
+    assert_eq!(
+        infos[1].annotations.get("cloud/slot").map(String::as_str),
+        Some("7")
+    );
+    assert!(!infos[0].annotations.contains_key("cloud/slot"));
 
     let mut conflicting = job();
     conflicting["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["nodeSelector"] =
         json!({"pool": "b"});
     let err = started(&conflicting, &infos).unwrap_err();
-    assert!(matches!(err, StartError::Conflict { field: "nodeSelector", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            StartError::Conflict {
+                field: "nodeSelector",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = started(&job(), &infos[..1]).unwrap_err();
     assert_eq!(err, StartError::Count { want: 2, got: 1 });
 }
@@ -153,9 +185,15 @@ fn topology_placement_gates_the_pods() {
         a.pod_set_assignments[1].topology_assignment = Some(json!({"levels": ["host"]}));
     }
     let infos = infos(&w, &flavors()).unwrap();
-    assert_eq!(infos[1].scheduling_gates, [json!({"name": "kueue.x-k8s.io/topology"})]);
     assert_eq!(
-        infos[1].annotations.get(UNCONSTRAINED_TOPOLOGY).map(String::as_str),
+        infos[1].scheduling_gates,
+        [json!({"name": "kueue.x-k8s.io/topology"})]
+    );
+    assert_eq!(
+        infos[1]
+            .annotations
+            .get(UNCONSTRAINED_TOPOLOGY)
+            .map(String::as_str),
         Some("true")
     );
     assert!(infos[0].scheduling_gates.is_empty());

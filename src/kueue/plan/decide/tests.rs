@@ -118,7 +118,9 @@ fn a_queued_job_created_running_is_suspended_then_gets_its_workload() {
     };
     let acts = decide(&running, &[]);
     assert_eq!(names(&acts), ["stop", "create"]);
-    assert!(matches!(&acts[0], Act::StopJob { restore: None, message } if message.starts_with("Missing Workload")));
+    assert!(
+        matches!(&acts[0], Act::StopJob { restore: None, message } if message.starts_with("Missing Workload"))
+    );
     assert_eq!(names(&decide(&job(), &[])), ["create"]);
     // Pods still active: the Workload waits for them to go.
     let active = JobFacts {
@@ -136,7 +138,10 @@ fn a_waiting_workload_says_not_ready_then_nothing_until_admitted() {
     let Act::SetCondition { wanted, .. } = &acts[0] else {
         panic!()
     };
-    assert_eq!((wanted.status, wanted.reason.as_str()), (false, WAIT_FOR_START));
+    assert_eq!(
+        (wanted.status, wanted.reason.as_str()),
+        (false, WAIT_FOR_START)
+    );
     let w = with(w, PODS_READY, false, WAIT_FOR_START);
     assert!(decide(&job(), &[&w]).is_empty());
 }
@@ -172,7 +177,9 @@ fn an_eviction_stops_the_job_then_releases_the_quota_when_nothing_runs() {
     };
     let acts = decide(&running, &[&evicted]);
     assert_eq!(names(&acts), ["stop"]);
-    assert!(matches!(&acts[0], Act::StopJob { restore: Some(p), message } if p == &podsets(2) && message == "Evicted Preempted"));
+    assert!(
+        matches!(&acts[0], Act::StopJob { restore: Some(p), message } if p == &podsets(2) && message == "Evicted Preempted")
+    );
     let stopping = JobFacts {
         active: true,
         ..job()
@@ -195,7 +202,10 @@ fn losing_running_while_admitted_waits_for_recovery() {
     let [Act::SetCondition { wanted, .. }] = &acts[..] else {
         panic!("{acts:?}")
     };
-    assert_eq!((wanted.status, wanted.reason.as_str()), (false, WAIT_FOR_RECOVERY));
+    assert_eq!(
+        (wanted.status, wanted.reason.as_str()),
+        (false, WAIT_FOR_RECOVERY)
+    );
 }
 
 #[test]
@@ -207,10 +217,24 @@ fn a_finished_job_finishes_its_workload_then_drops_the_finalizer() {
     };
     let w = admitted(true);
     let acts = decide(&done, &[&w]);
-    let [Act::SetCondition { wanted, event: Some((reason, _)), .. }] = &acts[..] else {
+    let [
+        Act::SetCondition {
+            wanted,
+            event: Some((reason, _)),
+            ..
+        },
+    ] = &acts[..]
+    else {
         panic!("{acts:?}")
     };
-    assert_eq!((wanted.type_, wanted.reason.as_str(), wanted.message.as_str()), ("Finished", "Failed", "boom"));
+    assert_eq!(
+        (
+            wanted.type_,
+            wanted.reason.as_str(),
+            wanted.message.as_str()
+        ),
+        ("Finished", "Failed", "boom")
+    );
     assert_eq!(*reason, "FinishedWorkload");
     let finished = with(w, "Finished", true, "Failed");
     assert_eq!(names(&decide(&done, &[&finished])), ["unfinalize"]);
@@ -225,7 +249,10 @@ fn a_job_being_deleted_finishes_and_releases_its_workloads() {
         deleting: true,
         ..job()
     };
-    assert_eq!(names(&decide(&deleting, &[&admitted(true)])), ["Finished", "unfinalize"]);
+    assert_eq!(
+        names(&decide(&deleting, &[&admitted(true)])),
+        ["Finished", "unfinalize"]
+    );
     let mut marked = admitted(true);
     marked.metadata.deletion_timestamp = Some(Time(now()));
     assert_eq!(names(&decide(&deleting, &[&marked])), ["unfinalize"]);
@@ -256,7 +283,9 @@ fn a_queue_change_moves_a_waiting_workload_only() {
         ..job()
     };
     let waiting = with(workload("w"), PODS_READY, false, WAIT_FOR_START);
-    assert!(matches!(&decide(&moved, &[&waiting])[..], [Act::ChangeQueue { queue, .. }] if queue == "other"));
+    assert!(
+        matches!(&decide(&moved, &[&waiting])[..], [Act::ChangeQueue { queue, .. }] if queue == "other")
+    );
     let running = JobFacts {
         suspended: false,
         running: true,
@@ -279,7 +308,13 @@ fn a_changed_job_updates_a_waiting_workload_or_replaces_a_running_ones() {
     };
     let acts = decide(&running, &[&admitted(true)]);
     assert_eq!(names(&acts), ["stop", "delete"]);
-    assert!(matches!(&acts[0], Act::StopJob { restore: Some(_), .. }));
+    assert!(matches!(
+        &acts[0],
+        Act::StopJob {
+            restore: Some(_),
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -287,7 +322,9 @@ fn two_workloads_keep_the_matching_one() {
     let mut extra = workload("x");
     extra.spec.pod_sets = podsets(5);
     let w = with(workload("w"), PODS_READY, false, WAIT_FOR_START);
-    assert!(matches!(&decide(&job(), &[&extra, &w])[..], [Act::DeleteWorkload { workload }] if workload == "x"));
+    assert!(
+        matches!(&decide(&job(), &[&extra, &w])[..], [Act::DeleteWorkload { workload }] if workload == "x")
+    );
 }
 
 #[test]
