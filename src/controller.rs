@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-use kube::Api;
-use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::reflector;
+use futures::{Stream, StreamExt};
+use kube::runtime::controller::{Config as ControllerConfig, Controller, Error as ControllerError};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::runtime::{WatchStreamExt, watcher as watch_api};
+use kube::{Api, ResourceExt};
 use tokio::sync::watch;
 
 use crate::crd::cached::CachedJob;
@@ -17,8 +17,10 @@ use crate::crd::labels::{LABEL_OPERATOR_NAME, OPERATOR_NAME};
 use crate::kueue::cache::WorkloadCache;
 use crate::kueue::janitor;
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
-use crate::runtime::cache::{CachedPod, CachedService, ChildCache};
+use crate::runtime::cache::{CachedPod, CachedService};
+use crate::runtime::departed::Departed;
 use crate::runtime::podgroups::GroupCache;
+use crate::runtime::store::ChildCache;
 use crate::runtime::watches::{Caches, jobs_applied, owners_to_wake};
 
 /// Watch `namespace` (None = all) and reconcile its TFJobs until `shutdown` resolves.
@@ -50,7 +52,11 @@ pub async fn run_scope(
     let (jobs, job_writer) = reflector::store();
     let (pods_synced, pod_sync) = watch::channel(false);
     let (services_synced, service_sync) = watch::channel(false);
-    let pod_events = watch_api(pods_api, ours.clone()).default_backoff();
+    let departed = Departed::default();
+    let noted = departed.clone();
+    let pod_events = watch_api(pods_api, ours.clone())
+        .default_backoff()
+        .inspect(move |event| event.iter().for_each(|e| noted.note(e)));
     let service_events = watch_api(services_api, ours).default_backoff();
     // Each child watch runs on its own task (decoding a busy watch is real work, which then
     // runs beside the reconciles) and hands the jobs to wake to the controller over a channel.
@@ -106,6 +112,8 @@ pub async fn run_scope(
             orphans(uid);
         }
     });
+    let (jobs_applied, woken) = counted(&shared, concurrency, &jobs, jobs_applied, woken);
+    let queue = shared.metrics.queue.clone();
     let caches = Caches {
         pods: pod_sync,
         services: service_sync,
@@ -116,6 +124,7 @@ pub async fn run_scope(
         pods,
         services,
         caches: caches.clone(),
+        departed,
         podgroups,
         workloads,
         turns: tokio::sync::Semaphore::new(usize::from(concurrency.max(1))),
@@ -130,10 +139,16 @@ pub async fn run_scope(
         .with_config(ControllerConfig::default().concurrency(in_flight(concurrency)))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "reconcile");
+        .for_each(move |result| {
+            match result {
+                // kube drops a trigger for a job gone from its cache: so does the ledger.
+                Err(ControllerError::ObjectNotFound(job)) => {
+                    queue.forget(job.namespace.as_deref().unwrap_or_default(), &job.name)
+                }
+                Err(e) => tracing::debug!(error = %e, "reconcile"),
+                Ok(_) => {}
             }
+            futures::future::ready(())
         });
     let ready = async move {
         if caches.wait().await {
@@ -176,6 +191,38 @@ fn kueue_watches(
         }
     };
     (cache, gone)
+}
+
+/// The scope's metrics start (at zero, as controller-runtime starts its series), and every
+/// trigger handed to kube's controller, a TFJob's or a child's, enters the work-queue ledger
+/// (`metrics::queue`).
+fn counted<A, W>(
+    shared: &Shared,
+    concurrency: u16,
+    jobs: &Store<CachedJob>,
+    applied: A,
+    woken: W,
+) -> (
+    impl Stream<Item = watcher::Result<CachedJob>> + use<A, W>,
+    impl Stream<Item = ObjectRef<CachedJob>> + use<A, W>,
+)
+where
+    A: Stream<Item = watcher::Result<CachedJob>>,
+    W: Stream<Item = ObjectRef<CachedJob>>,
+{
+    let metrics = &shared.metrics;
+    metrics.queue.start();
+    metrics.controller.start(concurrency.max(1));
+    metrics.jobs.count(jobs.clone());
+    let (queue, also) = (metrics.queue.clone(), metrics.queue.clone());
+    let applied = applied.inspect(move |job| {
+        if let Ok(job) = job {
+            queue.add(&job.namespace().unwrap_or_default(), &job.name_any());
+        }
+    });
+    let woken =
+        woken.inspect(move |job| also.add(job.namespace.as_deref().unwrap_or_default(), &job.name));
+    (applied, woken)
 }
 
 /// Passes kube may hold started at once: four per turn.

@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::FutureExt;
+use kube::client::ClientBuilder;
 use kube::{Api, Client};
 use tokio::sync::watch;
 
 use crate::controller::run_scope;
 use crate::http::{self, Endpoints, Probes};
+use crate::metrics::LeaseLabels;
 use crate::reconcile::Shared;
 use crate::reconcile::plan::model::Settings;
 use crate::runtime::leader::LeaderElector;
@@ -31,9 +33,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         ::http::header::USER_AGENT,
         ::http::HeaderValue::from_static(concat!("tfjob-operator/", env!("CARGO_PKG_VERSION"))),
     ));
-    let client = Client::try_from(config.clone()).context("building the Kubernetes client")?;
     // The Kueue side names itself apart in the audit log, as Kueue's own integration does.
-    let mut kueue_config = config;
+    let mut kueue_config = config.clone();
     kueue_config
         .headers
         .retain(|(name, _)| name != ::http::header::USER_AGENT);
@@ -41,8 +42,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         ::http::header::USER_AGENT,
         ::http::HeaderValue::from_static(crate::kueue::USER_AGENT),
     ));
-    let kueue_client = Client::try_from(kueue_config).context("building the Kubernetes client")?;
     let probes = Probes::default();
+    // Every request of the client counted as client-go counts them (`rest_client_*`).
+    let counted = probes.metrics.rest.layer(&config.cluster_url);
+    let client = ClientBuilder::try_from(config)
+        .context("building the Kubernetes client")?
+        .with_layer(&counted)
+        .build();
+    let kueue_client = ClientBuilder::try_from(kueue_config)
+        .context("building the Kubernetes client")?
+        .with_layer(&counted)
+        .build();
     serve_endpoints(&args, &probes).await?;
     run_with_clients(client, kueue_client, args, probes, shutdown_signal()).await
 }
@@ -92,14 +102,29 @@ pub async fn run_with_clients(
             &identity,
         )
     });
+    // client-go's `leader_election_master_status`, with leader election only: 0 while
+    // waiting, 1 while leading.
+    let gauge = elector.as_ref().map(|_| {
+        let lease = LeaseLabels {
+            name: args.leader_election_id.clone(),
+        };
+        probes.metrics.leader.get_or_create(&lease).clone()
+    });
+    let leading = |on: bool| {
+        if let Some(gauge) = &gauge {
+            gauge.set(i64::from(on));
+        }
+    };
     if let Some(elector) = &elector {
         // A standby replica is healthy and ready: it is waiting, not broken.
         probes.ready.store(true, Ordering::Relaxed);
+        leading(false);
         tracing::info!(lease = %args.leader_election_id, %identity, "waiting for leadership");
         tokio::select! {
             _ = elector.acquire() => tracing::info!("became leader"),
             _ = stopped() => return Ok(()),
         }
+        leading(true);
     }
     let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &identity);
     let settings = Settings {
@@ -157,9 +182,13 @@ pub async fn run_with_clients(
         Some(elector) => {
             tokio::select! {
                 _ = all => {},
-                _ = elector.keep().fuse() => anyhow::bail!("lost the leader lease; exiting so a standby takes over"),
+                _ = elector.keep().fuse() => {
+                    leading(false);
+                    anyhow::bail!("lost the leader lease; exiting so a standby takes over")
+                }
             }
             elector.release().await;
+            leading(false);
         }
         None => {
             all.await;

@@ -1,5 +1,6 @@
 //! `tfjob-operator render`: the children a TFJob would get, as a YAML stream, or every problem
-//! the API server and the operator would find (docs/behaviour.md §3). Pure: takes the manifest
+//! the API server and the operator would find (docs/behaviour.md §3), and, for a job with
+//! settings of ours, how each replica's failures would be handled. Pure: takes the manifest
 //! text, returns the output text or the problems found.
 
 use std::collections::BTreeMap;
@@ -12,9 +13,11 @@ use crate::crd::TFJob;
 use crate::crd::check::check;
 use crate::crd::defaults::{legacy_run_policy_fields, with_defaults};
 use crate::crd::labels::job_name;
+use crate::crd::settings::JobSettings;
 use crate::crd::validation::{parse_tfjob, validate};
 use crate::reconcile::build::children::{pod, service, template_sets_restart_policy};
 use crate::reconcile::build::gang::{Gang, podgroup, pods as gang_pods};
+use crate::reconcile::plan::rules::restarts::describe::handling;
 
 /// Suffix standing in for the random one the API server appends to `generateName`.
 pub const GENERATED_SUFFIX: &str = "xxxxx";
@@ -120,16 +123,18 @@ fn job_children(
         ));
         job.metadata.name = Some(name);
     }
-    if let Err(errs) = validate(&job) {
-        for e in errs.iter().map(ToString::to_string) {
-            if !problems.contains(&e) {
-                problems.push(e);
+    let settings = match validate(&job) {
+        Ok(settings) if problems.is_empty() => settings,
+        Ok(_) => return Err(problems),
+        Err(errs) => {
+            for e in errs.iter().map(ToString::to_string) {
+                if !problems.contains(&e) {
+                    problems.push(e);
+                }
             }
+            return Err(problems);
         }
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
+    };
     for (field, overridden) in legacy_run_policy_fields(&job.spec) {
         let what = if overridden {
             format!("ignored: spec.runPolicy.{field} is set and wins")
@@ -149,12 +154,35 @@ fn job_children(
         ));
     }
     job.spec = with_defaults(&job.spec);
+    if settings != JobSettings::default() {
+        failure_notes(&job, &settings, notes);
+    }
     let mut out = Vec::new();
     if let Some(gang) = gang {
         out.push(Child::PodGroup(Box::new(gang_group(&job, gang, notes)?)));
     }
-    out.extend(children_of(&job, cluster_domain, gang));
+    out.extend(children_of(&job, cluster_domain, gang, &settings));
     Ok(out)
+}
+
+/// How each replica type's failures would be handled (`tfjob-operator.dev/` settings).
+fn failure_notes(job: &TFJob, settings: &JobSettings, notes: &mut String) {
+    if let Some(seconds) = settings.wait_for_evaluator_seconds {
+        notes.push_str(&format!(
+            "# {}: success waits for the evaluator, up to {seconds} s after the chief (or worker 0) succeeded\n",
+            job_name(job)
+        ));
+    }
+    notes.push_str(&format!(
+        "# {}: failures are handled in this order, the first that matches deciding:\n",
+        job_name(job)
+    ));
+    let dynamic = job.spec.enable_dynamic_worker.unwrap_or(false);
+    for (t, spec) in job.spec.tf_replica_specs.iter() {
+        let policy = spec.restart_policy.unwrap_or_default();
+        let words = handling(settings, t, policy, dynamic);
+        notes.push_str(&format!("#   {t}: {words}\n"));
+    }
 }
 
 /// The job's PodGroup. PriorityClasses are the cluster's: offline every template's counts
@@ -192,11 +220,16 @@ fn gang_group(
     Ok(group)
 }
 
-fn children_of(job: &TFJob, cluster_domain: Option<&str>, gang: Option<&Gang>) -> Vec<Child> {
+fn children_of(
+    job: &TFJob,
+    cluster_domain: Option<&str>,
+    gang: Option<&Gang>,
+    settings: &JobSettings,
+) -> Vec<Child> {
     let mut out = Vec::new();
     for (t, spec) in job.spec.tf_replica_specs.iter() {
         for i in 0..spec.replicas.unwrap_or_default() {
-            let mut pod = pod(job, t, i, cluster_domain);
+            let mut pod = pod(job, t, i, cluster_domain, settings);
             if let Some(gang) = gang {
                 gang_pods::decorate(&mut pod, gang, job, t);
             }

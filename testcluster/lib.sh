@@ -114,10 +114,36 @@ tc_kueue_cache_key() {
   } | sha256sum | cut -c1-16
 }
 
+# The chart's and the release workflow's tools (helm 3, helm 4, actionlint): their build recipe
+# (which pins their versions) and the toolchain, a directory of their own like Kueue's.
+tc_tools_cache_key() {
+  {
+    cat "$TC_HERE/build-tools.sh"
+    GOTOOLCHAIN=local go version
+  } | sha256sum | cut -c1-16
+}
+
+tc_tools_bin_dir() {
+  echo "$TC_CACHE/tools-$(tc_tools_cache_key)/bin"
+}
+
 # Kueue's binary has a cache directory of its own (its own module graph and pins, build-kueue.sh):
 # a new Kueue pin never rebuilds the control plane, nor the reverse.
 tc_kueue_bin_dir() {
   echo "$TC_CACHE/kueue-$(tc_kueue_cache_key)/bin"
+}
+
+# Prometheus and promtool (testcluster/monitoring-e2e) have a cache directory of their own, keyed
+# by their build recipe (which pins the version) and the toolchain, like Kueue's.
+tc_prometheus_cache_key() {
+  {
+    cat "$TC_HERE/build-prometheus.sh"
+    GOTOOLCHAIN=local go version
+  } | sha256sum | cut -c1-16
+}
+
+tc_prometheus_bin_dir() {
+  echo "$TC_CACHE/prometheus-$(tc_prometheus_cache_key)/bin"
 }
 
 tc_bin_dir() {

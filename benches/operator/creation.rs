@@ -116,7 +116,15 @@ async fn create_children(
     let recorder = Recorder::new(cluster.client.clone(), reporter);
     let job_ref = tfjob.object_ref(&());
     let creates = (0..workers)
-        .map(|i| Child::Pod(Box::new(desired::pod(tfjob, ReplicaType::Worker, i, None))))
+        .map(|i| {
+            Child::Pod(Box::new(desired::pod(
+                tfjob,
+                ReplicaType::Worker,
+                i,
+                None,
+                &Default::default(),
+            )))
+        })
         .chain(
             (0..workers)
                 .map(|i| Child::Service(Box::new(desired::service(tfjob, ReplicaType::Worker, i)))),

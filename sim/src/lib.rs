@@ -289,7 +289,9 @@ impl SimHandle {
     pub fn nodes(&self) -> &[String] {
         &self.nodes
     }
-    /// Lose a node: NotReady, its unfinished pods Failed with reason NodeLost, no new pods.
+    /// Lose a node, as when its Node object is deleted: NotReady, no new pods; as pod GC does,
+    /// its unfinished pods marked Failed with `DisruptionTarget` (`DeletionByPodGC`), then every
+    /// pod on it deleted with grace 0.
     pub fn lose_node(&self, node: &str) {
         kubelet_loop::lose_node(&self.store, &self.control, node);
     }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::form::older_form_hint;
-use super::recovery::PREFIX;
+use super::settings::PREFIX;
 use super::validation::parse_tfjob_ref;
 use super::{TFJob, TFJobStatus};
 
@@ -39,7 +39,7 @@ impl CachedJob {
     pub fn from_value(value: &Value) -> Self {
         match parse_tfjob_ref(value) {
             Ok(mut job) => {
-                // Only our own annotations are read (`recovery`), and Kueue's (the Kueue mode
+                // Only our own annotations are read (`settings`), and Kueue's (the Kueue mode
                 // copies some to the Workload); the others are the bulk of a job applied with
                 // kubectl (its last-applied annotation repeats the whole manifest), and managed
                 // fields describe every field again.

@@ -11,6 +11,9 @@ pub const LABEL_JOB_NAME: &str = "training.kubeflow.org/job-name";
 pub const LABEL_REPLICA_TYPE: &str = "training.kubeflow.org/replica-type";
 pub const LABEL_REPLICA_INDEX: &str = "training.kubeflow.org/replica-index";
 pub const LABEL_JOB_ROLE: &str = "training.kubeflow.org/job-role";
+/// The label of a pod of a `restart-scope: Job` job (or of a job restarted whole): the
+/// attempt it belongs to.
+pub const LABEL_RESTART_ATTEMPT: &str = "tfjob-operator.dev/restart-attempt";
 pub const OPERATOR_NAME: &str = "tfjob-controller";
 /// Value of the job-role label on the pod that plays the chief.
 pub const JOB_ROLE_MASTER: &str = "master";

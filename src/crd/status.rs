@@ -104,12 +104,21 @@ pub struct ReplicaStatus {
     /// Pods that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<i32>,
-    /// Restarts of this type's replicas, kept across pod deletion and operator restarts.
+    /// Restarts of this type's replicas counted against the restart budget, kept across pod
+    /// deletion and operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restarts: Option<i32>,
     /// Kubelet restarts already counted in `restarts`, per live pod uid (bookkeeping).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pod_restarts: BTreeMap<String, i32>,
+    /// Restarts not counted against the restart budget: disruptions (eviction, preemption,
+    /// node loss) and failures a failure rule restarts uncharged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncharged_restarts: Option<i32>,
+    /// Disrupted pods whose restart is counted already, by uid, while they are still seen
+    /// going away (bookkeeping).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disrupted_pods: Vec<String>,
     /// Label selector of this type's pods, as a string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,

@@ -6,8 +6,8 @@
 
 use super::field_error::FieldError;
 use super::labels::child_name;
-use super::recovery::Recovery;
 use super::replica_type::ReplicaType;
+use super::settings::JobSettings;
 use super::spec::{
     DEFAULT_REPLICAS, MANAGED_BY_MULTIKUEUE, MANAGED_BY_TRAINING_OPERATOR, ReplicaSpec, TFJob,
 };
@@ -16,24 +16,23 @@ use super::spec::{
 const MAX_NAME_LEN: usize = 63;
 
 /// Check every rule of docs/behaviour.md §3 that the types cannot express; all problems, in a
-/// stable order: metadata, replica-type keys, roles, then each type in canonical order,
-/// then run policy.
-pub fn validate(job: &TFJob) -> Result<(), Vec<FieldError>> {
+/// stable order: metadata (our annotations among them), replica-type keys, roles, then each
+/// type in canonical order, then run policy. A valid job's settings of ours come back, read.
+pub fn validate(job: &TFJob) -> Result<JobSettings, Vec<FieldError>> {
     let mut errors = Vec::new();
     validate_name(job, &mut errors);
-    if let Err(bad) = Recovery::of(job.metadata.annotations.as_ref()) {
-        errors.extend(bad);
-    }
+    let settings = JobSettings::of(job.metadata.annotations.as_ref())
+        .map_err(|bad| errors.extend(bad))
+        .ok();
     replicas::validate_keys(job, &mut errors);
     replicas::validate_roles(job, &mut errors);
     for (t, spec) in job.spec.tf_replica_specs.iter() {
         replicas::validate_replica(t, spec, &mut errors);
     }
     validate_run_policy(job, &mut errors);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
+    match settings {
+        Some(settings) if errors.is_empty() => Ok(settings),
+        _ => Err(errors),
     }
 }
 

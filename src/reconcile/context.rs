@@ -16,9 +16,11 @@ use crate::metrics::Metrics;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::Settings;
-use crate::runtime::cache::{CachedPod, CachedService, ChildCache};
+use crate::runtime::cache::{CachedPod, CachedService};
+use crate::runtime::departed::Departed;
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::recorder::EventRecorder;
+use crate::runtime::store::ChildCache;
 use crate::runtime::watches::Caches;
 
 /// State shared by every pass of every watched namespace.
@@ -42,6 +44,8 @@ pub struct Context {
     pub pods: ChildCache<CachedPod>,
     pub services: ChildCache<CachedService>,
     pub caches: Caches,
+    /// The last state of pods a disruption deleted (`runtime::departed`).
+    pub departed: Departed,
     /// The PodGroups of the scope, when gang scheduling is on.
     pub podgroups: Option<GroupCache>,
     /// The Workloads of the scope, in the Kueue mode.

@@ -21,6 +21,8 @@ pub struct JobMeta<'a> {
     pub deleting: bool,
     /// The status as stored.
     pub status: Option<&'a TFJobStatus>,
+    /// `metadata.creationTimestamp` (what the time to `Running` is measured from).
+    pub created: Option<jiff::Timestamp>,
     pub reference: ObjectReference,
 }
 
@@ -41,6 +43,7 @@ impl<'a> JobMeta<'a> {
             resource_version: field(&meta.resource_version, "metadata.resourceVersion")?,
             deleting: meta.deletion_timestamp.is_some(),
             status,
+            created: meta.creation_timestamp.as_ref().map(|t| t.0),
             reference: object.object_ref(&()),
         })
     }

@@ -24,6 +24,8 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
 use crate::crd::cached::CachedJob;
+use crate::metrics::controller::Outcome;
+use crate::metrics::queue::Pass;
 use apply::Target;
 pub use context::{Context, Shared};
 use error::{PassError, Step};
@@ -31,14 +33,40 @@ use job::JobMeta;
 use memory::JobMemory;
 use plan::model::Plan;
 
-/// One pass for one job (docs/behaviour.md §6). A refused create fails the pass only after
-/// the status is written, so the job tells why (`ReplicaFailure`) while it is retried.
+/// One pass for one job (docs/behaviour.md §6), counted as controller-runtime counts its
+/// reconciles (docs/metrics.md).
 #[tracing::instrument(skip_all, fields(job = %object.name_any(), namespace = object.namespace().unwrap_or_default()))]
 pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Action, PassError> {
+    let metrics = &ctx.shared.metrics;
+    let mut counted = metrics
+        .queue
+        .pass(&object.namespace().unwrap_or_default(), &object.name_any());
+    let result = pass(object, &ctx, &mut counted).await;
+    // A failed pass is requeued too, by `error_policy`.
+    let outcome = match &result {
+        Err(_) => Outcome::Error,
+        Ok(action) if *action == Action::await_change() => Outcome::Success,
+        Ok(_) => {
+            metrics.queue.requeued();
+            Outcome::RequeueAfter
+        }
+    };
+    metrics.controller.finished(outcome, counted.took());
+    result
+}
+
+/// The pass itself. A refused create fails the pass only after the status is written, so the
+/// job tells why (`ReplicaFailure`) while it is retried.
+async fn pass(
+    object: Arc<CachedJob>,
+    ctx: &Context,
+    counted: &mut Pass,
+) -> Result<Action, PassError> {
     ctx.synced().await.map_err(Step::Observe.failed())?;
     let (Ok(_turn), Some(object)) = (ctx.turns.acquire().await, ctx.latest(&object)) else {
         return Ok(Action::await_change());
     };
+    counted.working();
     let started = Instant::now();
     let job = JobMeta::of(&object).map_err(Step::Decode.failed())?;
     if let (Some(side), Some(workloads)) = (&ctx.shared.kueue, &ctx.workloads) {
@@ -56,7 +84,7 @@ pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Acti
         return Ok(action);
     }
     let (shared, now) = (&ctx.shared, Timestamp::now());
-    let observed = observe::observe(&ctx, &object, &job, now);
+    let observed = observe::observe(ctx, &object, &job, now);
     let plan = plan::plan(
         object.0.as_ref(),
         job.name,
@@ -64,7 +92,7 @@ pub async fn reconcile(object: Arc<CachedJob>, ctx: Arc<Context>) -> Result<Acti
         now,
         &shared.settings,
     );
-    let refused = apply::children(&Target::new(shared, &job), &plan)
+    let refused = apply::children(&Target::new(ctx, &job), &plan)
         .await
         .map_err(Step::WriteChildren.failed())?;
     apply::status::write(shared, &job, plan.status.as_ref())
@@ -118,14 +146,17 @@ pub fn error_policy(object: Arc<CachedJob>, error: &PassError, ctx: Arc<Context>
             error: error.metric_label(),
         })
         .inc();
-    if error.source.is_wait() {
+    let after = if error.source.is_wait() {
         tracing::debug!(error = %error, "reconcile deferred");
-        return Action::requeue(Duration::from_millis(500));
-    }
-    let uid = object.uid().unwrap_or_default();
-    let attempts = shared.memory.with(&uid, JobMemory::failed);
-    tracing::warn!(error = %error, attempts, "reconcile failed");
-    Action::requeue(backoff(attempts, shared.max_backoff))
+        Duration::from_millis(500)
+    } else {
+        let uid = object.uid().unwrap_or_default();
+        let attempts = shared.memory.with(&uid, JobMemory::failed);
+        tracing::warn!(error = %error, attempts, "reconcile failed");
+        backoff(attempts, shared.max_backoff)
+    };
+    shared.metrics.queue.requeued();
+    Action::requeue(after)
 }
 
 fn backoff(attempts: u32, max: Duration) -> Duration {

@@ -1,6 +1,6 @@
-//! Observing a job from the controller's caches (reads only, no API calls): its pods and
-//! services with the controller's own pending writes laid over them, its PodGroup, the
-//! refusal of its last creates, and (Kueue mode) its Workload's queue.
+//! Observing a job from the controller's caches (reads only, no API calls): its pods (with the
+//! controller's pending deletions laid over them) and services, its PodGroup, the refusal of
+//! its last creates, and (Kueue mode) its Workload's queue.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -38,9 +38,10 @@ pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timest
         let mut pods = m.pending.overlay(cached_pods, now);
         let never_created = m.pending.never_created(&pods, now);
         pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let mut services = m.pending.overlay_services(cached_services, now);
+        let mut services = cached_services;
         services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         Observed {
+            departed: ctx.departed.of_job(job.namespace, job.name, &pods),
             pods,
             services,
             never_created,

@@ -1,8 +1,5 @@
-//! What the controller keeps of each pod and service it watches, and the caches that hold
-//! them, indexed by job. In memory only (fed by watch events).
-//!
-//! Ours rather than kube-runtime's reflector `Store`, which keeps every whole object in one
-//! flat map: a pass would scan (and copy) every pod of the scope to find its own.
+//! What the controller keeps of each pod and service it watches (held by `store`'s caches,
+//! indexed by job). Pure: decoding only.
 //!
 //! A cached child is read straight from the watch's JSON into a small struct: its identity,
 //! the three labels that place it (job, replica type, index), its controller reference, its
@@ -13,8 +10,7 @@
 //! values built from what was kept (docs/behaviour.md §14).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, Pod,
@@ -22,11 +18,11 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
-use kube::runtime::watcher::Event;
 use serde::{Deserialize, Deserializer};
 
-use crate::crd::labels::{LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE};
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
+use crate::crd::labels::{
+    LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, LABEL_RESTART_ATTEMPT,
+};
 
 /// The labels a cached child keeps: the ones that say whose it is, which replica, and (under
 /// `restart-scope: Job`) which attempt.
@@ -62,9 +58,10 @@ pub struct PodState {
     /// Why the pod failed as a whole (`Evicted`, `NodeLost`, ...).
     #[serde(default)]
     pub reason: Option<String>,
-    /// The scheduler's word when it cannot place the pod (`PodScheduled` False).
-    #[serde(default, deserialize_with = "unscheduled")]
-    pub conditions: Option<Reason>,
+    /// The scheduler's word when it cannot place the pod (`PodScheduled` False), and the
+    /// disruption that ends it (`DisruptionTarget` True).
+    #[serde(default, deserialize_with = "kept_conditions")]
+    pub conditions: KeptConditions,
     #[serde(default)]
     pub container_statuses: Vec<ContainerBrief>,
 }
@@ -105,11 +102,56 @@ pub struct Exit {
     /// `Error`, `OOMKilled`, `Completed`, ...
     #[serde(default)]
     pub reason: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<Time>,
 }
 
-/// Of a pod's conditions, only `PodScheduled` False is kept: the scheduler's reason and
-/// message when the pod cannot be placed.
-fn unscheduled<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Reason>, D::Error> {
+/// The pod conditions kept: `PodScheduled` False, and `DisruptionTarget` True.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeptConditions {
+    pub unscheduled: Option<Reason>,
+    pub disruption: Option<Reason>,
+}
+
+const KEPT_CONDITIONS: [(&str, &str); 2] =
+    [("PodScheduled", "False"), ("DisruptionTarget", "True")];
+
+impl KeptConditions {
+    fn of<'a>(conditions: impl Iterator<Item = (&'a str, &'a str, Reason)>) -> Self {
+        let mut kept = Self::default();
+        for (type_, status, reason) in conditions {
+            match (type_, status) {
+                ("PodScheduled", "False") => kept.unscheduled = Some(reason),
+                ("DisruptionTarget", "True") => kept.disruption = Some(reason),
+                _ => {}
+            }
+        }
+        kept
+    }
+
+    fn to_conditions(&self) -> Option<Vec<PodCondition>> {
+        let kept = [&self.unscheduled, &self.disruption];
+        let list: Vec<PodCondition> = KEPT_CONDITIONS
+            .iter()
+            .zip(kept)
+            .filter_map(|((type_, status), reason)| {
+                let reason = reason.as_ref()?;
+                Some(PodCondition {
+                    type_: type_.to_string(),
+                    status: status.to_string(),
+                    reason: reason.reason.clone(),
+                    message: reason.message.clone(),
+                    ..PodCondition::default()
+                })
+            })
+            .collect();
+        (!list.is_empty()).then_some(list)
+    }
+}
+
+/// Of a pod's conditions, only `PodScheduled` False (the scheduler's reason and message when
+/// the pod cannot be placed) and `DisruptionTarget` True (what ends it) are kept.
+fn kept_conditions<'de, D: Deserializer<'de>>(deserializer: D) -> Result<KeptConditions, D::Error> {
     #[derive(Deserialize)]
     struct Wire {
         #[serde(rename = "type")]
@@ -121,13 +163,13 @@ fn unscheduled<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Reas
         message: Option<String>,
     }
     let conditions = Option::<Vec<Wire>>::deserialize(deserializer)?.unwrap_or_default();
-    Ok(conditions
-        .into_iter()
-        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-        .map(|c| Reason {
-            reason: c.reason,
-            message: c.message,
-        }))
+    Ok(KeptConditions::of(conditions.iter().map(|c| {
+        let reason = Reason {
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        };
+        (c.type_.as_str(), c.status.as_str(), reason)
+    })))
 }
 
 /// The metadata fields a cached child keeps; serde skips every other one unparsed.
@@ -179,12 +221,13 @@ impl CachedPod {
         let status = pod.status.as_ref().map(|s| PodState {
             phase: s.phase.clone(),
             reason: s.reason.clone(),
-            conditions: s.conditions.iter().flatten().find_map(|c| {
-                (c.type_ == "PodScheduled" && c.status == "False").then(|| Reason {
+            conditions: KeptConditions::of(s.conditions.iter().flatten().map(|c| {
+                let reason = Reason {
                     reason: c.reason.clone(),
                     message: c.message.clone(),
-                })
-            }),
+                };
+                (c.type_.as_str(), c.status.as_str(), reason)
+            })),
             container_statuses: s
                 .container_statuses
                 .iter()
@@ -206,15 +249,7 @@ impl CachedPod {
             status: self.status.as_ref().map(|s| PodStatus {
                 phase: s.phase.clone(),
                 reason: s.reason.clone(),
-                conditions: s.conditions.as_ref().map(|c| {
-                    vec![PodCondition {
-                        type_: "PodScheduled".into(),
-                        status: "False".into(),
-                        reason: c.reason.clone(),
-                        message: c.message.clone(),
-                        ..PodCondition::default()
-                    }]
-                }),
+                conditions: s.conditions.to_conditions(),
                 container_statuses: Some(
                     s.container_statuses
                         .iter()
@@ -269,6 +304,7 @@ impl ContainerBrief {
             terminated: s.and_then(|s| s.terminated.as_ref()).map(|t| Exit {
                 exit_code: t.exit_code,
                 reason: t.reason.clone(),
+                finished_at: t.finished_at.clone(),
             }),
         };
         Self {
@@ -288,6 +324,7 @@ impl ContainerBrief {
             terminated: s.terminated.as_ref().map(|t| ContainerStateTerminated {
                 exit_code: t.exit_code,
                 reason: t.reason.clone(),
+                finished_at: t.finished_at.clone(),
                 ..Default::default()
             }),
             running: None,
@@ -349,170 +386,6 @@ macro_rules! core_v1_resource {
 core_v1_resource!(CachedPod);
 core_v1_resource!(CachedService);
 
-/// (namespace, job name): the children of one job.
-type JobKey = (String, String);
-type Buckets<K> = HashMap<JobKey, BTreeMap<String, Arc<K>>>;
-
-/// A watch's objects, grouped by the job whose name they carry, so a pass reads its own
-/// children without going through everybody's. Fed by the watch's events (`update`); read by
-/// passes. Objects without a job label are kept under the empty job name.
-pub struct ChildCache<K> {
-    state: Arc<RwLock<State<K>>>,
-}
-
-impl<K> Clone for ChildCache<K> {
-    fn clone(&self) -> Self {
-        Self {
-            state: self.state.clone(),
-        }
-    }
-}
-
-struct State<K> {
-    current: Filing<K>,
-    /// A (re-)list under way: what it listed so far, in place of `current` at its end (the
-    /// old content serves reads until then, as in kube's reflector).
-    listing: Option<Filing<K>>,
-}
-
-/// Objects filed by job.
-struct Filing<K> {
-    by_job: Buckets<K>,
-    /// Where each object is filed, by (namespace, name): its job, so an object whose job
-    /// label changed leaves its old place.
-    filed: HashMap<(String, String), String>,
-}
-
-impl<K> Default for Filing<K> {
-    fn default() -> Self {
-        Self {
-            by_job: HashMap::new(),
-            filed: HashMap::new(),
-        }
-    }
-}
-
-impl<K> Default for ChildCache<K> {
-    fn default() -> Self {
-        Self {
-            state: Arc::new(RwLock::new(State {
-                current: Filing::default(),
-                listing: None,
-            })),
-        }
-    }
-}
-
-/// ((namespace, name), job name) of a child.
-fn place<K: Resource>(obj: &K) -> ((String, String), String) {
-    let meta = obj.meta();
-    let ns = meta.namespace.clone().unwrap_or_default();
-    let name = meta.name.clone().unwrap_or_default();
-    let job = meta
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL_JOB_NAME))
-        .cloned()
-        .unwrap_or_default();
-    ((ns, name), job)
-}
-
-impl<K: Resource> Filing<K> {
-    fn file(&mut self, obj: Arc<K>) {
-        let (at, job) = place(&*obj);
-        if let Some(old_job) = self.filed.get(&at)
-            && *old_job != job
-        {
-            let old_job = old_job.clone();
-            self.unfile(&at, &old_job);
-        }
-        self.filed.insert(at.clone(), job.clone());
-        let (ns, name) = at;
-        self.by_job.entry((ns, job)).or_default().insert(name, obj);
-    }
-
-    fn remove(&mut self, obj: &K) {
-        let (at, _) = place(obj);
-        if let Some(job) = self.filed.remove(&at) {
-            self.unfile(&at, &job);
-        }
-    }
-
-    fn unfile(&mut self, (ns, name): &(String, String), job: &str) {
-        let key = (ns.clone(), job.to_string());
-        if let Some(bucket) = self.by_job.get_mut(&key) {
-            bucket.remove(name);
-            if bucket.is_empty() {
-                self.by_job.remove(&key);
-            }
-        }
-    }
-}
-
-impl<K: Resource> ChildCache<K> {
-    fn read(&self) -> RwLockReadGuard<'_, State<K>> {
-        // A panic while holding the lock cannot leave the maps half-updated in a way that
-        // matters more than losing the cache; keep serving.
-        self.state.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, State<K>> {
-        self.state.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Applies one watch event, as kube's reflector does to its store.
-    pub fn update(&self, event: &Event<K>)
-    where
-        K: Clone,
-    {
-        let mut state = self.write();
-        match event {
-            Event::Apply(obj) => state.current.file(Arc::new(obj.clone())),
-            Event::Delete(obj) => state.current.remove(obj),
-            Event::Init => state.listing = Some(Filing::default()),
-            Event::InitApply(obj) => {
-                if let Some(listing) = &mut state.listing {
-                    listing.file(Arc::new(obj.clone()));
-                }
-            }
-            Event::InitDone => {
-                if let Some(listing) = state.listing.take() {
-                    state.current = listing;
-                }
-            }
-        }
-    }
-
-    /// The objects carrying job `job`'s name in `namespace`, by name.
-    pub fn of_job(&self, namespace: &str, job: &str) -> Vec<Arc<K>> {
-        self.read()
-            .current
-            .by_job
-            .get(&(namespace.to_string(), job.to_string()))
-            .map(|b| b.values().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Every object (for the start of a re-list, to tell which ones it no longer has).
-    pub fn all(&self) -> Vec<Arc<K>> {
-        self.read()
-            .current
-            .by_job
-            .values()
-            .flat_map(|b| b.values().cloned())
-            .collect()
-    }
-
-    /// How many objects the cache holds.
-    pub fn len(&self) -> usize {
-        self.read().current.filed.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,12 +420,15 @@ mod tests {
                 "conditions": [
                     {"type": "Ready", "status": "False", "reason": "PodFailed"},
                     {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                     "message": "0/1 nodes are available"}
+                     "message": "0/1 nodes are available"},
+                    {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                     "message": "Eviction API: evicting"}
                 ],
                 "containerStatuses": [{
                     "name": "tensorflow", "image": "tf", "imageID": "sha", "ready": false,
                     "restartCount": 2,
-                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                              "finishedAt": "2026-01-01T00:00:09Z"}},
                     "lastState": {"waiting": {"reason": "CrashLoopBackOff"}}
                 }]
             }
@@ -597,12 +473,35 @@ mod tests {
             .as_ref()
             .and_then(|s| s.terminated.as_ref()?.reason.as_deref());
         assert_eq!(reason, Some("OOMKilled"));
+        let finished = c
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref()?.finished_at.clone());
+        assert_eq!(
+            finished.map(|t| t.0.to_string()).as_deref(),
+            Some("2026-01-01T00:00:09Z")
+        );
         assert_eq!(status.reason.as_deref(), Some("Evicted"));
         let conditions = status.conditions.as_deref().unwrap_or_default();
-        assert_eq!(conditions.len(), 1, "only PodScheduled=False is kept");
+        let kept: Vec<_> = conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.reason.as_deref(), c.message.as_deref()))
+            .collect();
         assert_eq!(
-            conditions[0].message.as_deref(),
-            Some("0/1 nodes are available")
+            kept,
+            [
+                (
+                    "PodScheduled",
+                    Some("Unschedulable"),
+                    Some("0/1 nodes are available")
+                ),
+                (
+                    "DisruptionTarget",
+                    Some("EvictionByEvictionAPI"),
+                    Some("Eviction API: evicting")
+                ),
+            ],
+            "only PodScheduled=False and DisruptionTarget=True are kept"
         );
         assert!(meta.creation_timestamp.is_some());
         let waiting = c.last_state.as_ref().and_then(|s| s.waiting.as_ref());
@@ -617,52 +516,5 @@ mod tests {
         let full: Pod = serde_json::from_value(pod_json("j-worker-0", "j")).unwrap();
         let from_watch: CachedPod = serde_json::from_value(pod_json("j-worker-0", "j")).unwrap();
         assert_eq!(CachedPod::of(&full).to_pod(), from_watch.to_pod());
-    }
-
-    fn event_pod(name: &str, job: &str) -> CachedPod {
-        serde_json::from_value(pod_json(name, job)).unwrap()
-    }
-
-    fn names(pods: Vec<Arc<CachedPod>>) -> Vec<String> {
-        pods.iter()
-            .filter_map(|p| p.metadata.name.clone())
-            .collect()
-    }
-
-    #[test]
-    fn children_are_found_by_job_and_follow_their_label() {
-        let cache = ChildCache::<CachedPod>::default();
-        cache.update(&Event::Init);
-        cache.update(&Event::InitApply(event_pod("a-worker-0", "a")));
-        cache.update(&Event::InitApply(event_pod("b-worker-0", "b")));
-        cache.update(&Event::InitDone);
-        cache.update(&Event::Apply(event_pod("a-worker-1", "a")));
-        assert_eq!(names(cache.of_job("ns", "a")), ["a-worker-0", "a-worker-1"]);
-        assert_eq!(names(cache.of_job("other", "a")), Vec::<String>::new());
-        // Relabelled by hand to job b: it leaves a.
-        cache.update(&Event::Apply(event_pod("a-worker-1", "b")));
-        assert_eq!(names(cache.of_job("ns", "a")), ["a-worker-0"]);
-        assert_eq!(names(cache.of_job("ns", "b")), ["a-worker-1", "b-worker-0"]);
-        cache.update(&Event::Delete(event_pod("a-worker-1", "b")));
-        assert_eq!(names(cache.of_job("ns", "b")), ["b-worker-0"]);
-        assert_eq!(cache.len(), 2);
-    }
-
-    #[test]
-    fn a_relist_replaces_the_content_at_its_end_and_serves_the_old_one_meanwhile() {
-        let cache = ChildCache::<CachedPod>::default();
-        cache.update(&Event::Init);
-        cache.update(&Event::InitApply(event_pod("a-worker-0", "a")));
-        cache.update(&Event::InitDone);
-        cache.update(&Event::Init);
-        cache.update(&Event::InitApply(event_pod("b-worker-0", "b")));
-        assert_eq!(
-            names(cache.all()),
-            ["a-worker-0"],
-            "old content until the list ends"
-        );
-        cache.update(&Event::InitDone);
-        assert_eq!(names(cache.all()), ["b-worker-0"]);
-        assert!(cache.of_job("ns", "a").is_empty());
     }
 }

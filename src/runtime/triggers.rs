@@ -69,12 +69,21 @@ impl<K: Resource> Tracker<K> {
                 return Some(false);
             }
             Event::InitApply(obj) => {
+                let mut replaced = None;
                 let unchanged = self.relist.as_mut().is_some_and(|relist| {
                     let k = key(obj);
                     let old = relist.before.get(&k);
+                    replaced = old
+                        .filter(|old| other_object(old.meta(), obj.meta()))
+                        .cloned();
                     relist.listed.insert(k);
                     old.is_some_and(|old| same_version(old.meta(), obj.meta()))
                 });
+                // Deleted and created again under its name while the watch was down: the
+                // old object is gone too (its uid's memory must go with it).
+                if let Some(old) = replaced {
+                    seen(&old, Seen::Gone);
+                }
                 if !unchanged {
                     seen(obj, Seen::Touched);
                 }
@@ -92,6 +101,11 @@ impl<K: Resource> Tracker<K> {
         }
         None
     }
+}
+
+/// Two objects of one name, each with its own uid.
+fn other_object(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    a.uid.is_some() && b.uid.is_some() && a.uid != b.uid
 }
 
 /// Both carry the same resourceVersion (an object without one is taken as changed).
@@ -207,6 +221,35 @@ mod tests {
                 ("new".into(), Seen::Touched),
                 ("gone".into(), Seen::Gone),
             ]
+        );
+    }
+
+    /// A job (or child) deleted and created again under its name while the watch was down:
+    /// the re-list shows the new one, and the old one is reported gone (its memory goes).
+    #[test]
+    fn an_object_recreated_under_its_name_while_the_watch_was_down_is_reported_gone() {
+        let with_uid = |uid: &str| {
+            let mut p = pod("a");
+            p.metadata.uid = Some(uid.into());
+            p.metadata.resource_version = Some(uid.into());
+            p
+        };
+        let mut tracker = Tracker::default();
+        let mut seen = Vec::new();
+        let before = [with_uid("1")];
+        for event in [
+            Event::Init,
+            Event::InitApply(with_uid("2")),
+            Event::InitDone,
+        ] {
+            let cached = || before.iter().cloned().map(Arc::new).collect();
+            tracker.on_event(&event, cached, |p: &Pod, c| {
+                seen.push((p.metadata.uid.clone().unwrap_or_default(), c))
+            });
+        }
+        assert_eq!(
+            seen,
+            [("1".into(), Seen::Gone), ("2".into(), Seen::Touched)]
         );
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Ours rather than kube-runtime's `Controller::owns` with a shared store: child events wake
 //! the job that controls the child, including children deleted while a watch was down (seen
-//! by their absence from the re-list, `triggers`). Each child watch
+//! by their absence from the re-list, `triggers`, or, for children this controller created
+//! that the watch never showed, by the store settling them, `store`). Each child watch
 //! drives its own cache on its own task and sends the jobs to wake over a channel: no
 //! shared-store subscription, whose subscriber in kube-runtime 5 can miss a wake-up for good
 //! when an object is deleted while its update is still queued — the controller then never
@@ -18,8 +19,9 @@ use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use super::cache::ChildCache;
+use super::store::ChildCache;
 use super::triggers::{Seen, Tracker};
 use crate::crd::TFJob;
 use crate::crd::cached::CachedJob;
@@ -69,7 +71,10 @@ where
         let mut owners = Vec::new();
         match event {
             Ok(event) => {
-                cache.update(&event);
+                // Children this controller created that the event showed to be gone
+                // without naming them (`store`): their jobs are woken too.
+                let gone = cache.update(&event, Instant::now());
+                owners.extend(gone.iter().filter_map(|child| controller_ref(child.meta())));
                 let state = tracker.on_event(
                     &event,
                     || cache.all(),

@@ -1,39 +1,13 @@
 //! The shipped binary: `tfjob-operator run` finds the cluster through KUBECONFIG, serves
 //! /metrics, /healthz and /readyz, runs a job, and exits cleanly on SIGTERM.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::scrape::{free_port, get};
 use crate::support::{TestCluster, job};
 use tfjob_operator::crd::ConditionType;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// GET `path` on 127.0.0.1:`port`: (status code, body), or None while nothing listens.
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
 
 fn until_http(port: u16, path: &str, want: impl Fn(u16, &str) -> bool) -> (u16, String) {
     let deadline = Instant::now() + crate::support::WAIT;

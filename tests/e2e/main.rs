@@ -7,7 +7,10 @@
 
 mod support;
 
+mod admission;
 mod binary;
+mod chart;
+mod chart_takeover;
 mod cluster;
 mod convert;
 mod failures;
@@ -18,6 +21,9 @@ mod kubeflow;
 mod kueue;
 mod leader;
 mod lifecycle;
+mod metrics;
+mod monitoring;
+mod policies;
 mod recovery;
 mod refusals;
 mod restarts;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::cluster::{Namespace, Node, Share, condition, finished, wait_for};
+use crate::recovery::{Fault, fault_run};
 
 const NS: &str = "kubeflow";
 const LEASE: &str = "tfjob-operator-leader";
@@ -541,4 +542,74 @@ fn in_cluster_frozen_leader_is_replaced_within_lease_duration_plus_one_retry() {
         "{leader} --previous:\n{previous}"
     );
     assert_eq!(lease_holder(&node).as_deref(), Some(new_holder.as_str()));
+}
+
+/// The leader killed in the middle of a whole-job restart, after it deleted attempt 0's pods
+/// and before it created attempt 1's (MWMS, `restart-scope: Job`, worker 1's TensorFlow
+/// SIGKILLed at its step 5): another operator finishes that same restart. Attempts never
+/// overlap, the restart is counted once, and the job succeeds from its checkpoint.
+#[test]
+fn in_cluster_leader_killed_mid_job_restart_another_finishes_it() {
+    let Some(node) = Node::sharing("in_cluster_leader_killed_mid_restart", Share::Deployment)
+    else {
+        return;
+    };
+    let ns = node.namespace("leader-restart");
+    let _deployed = deploy(&node, Some(&ns.name));
+    let holder = lease_holder(&node).unwrap();
+    let leader = holder_pod(&holder).to_string();
+    let annotations = json!({"tfjob-operator.dev/restart-scope": "Job"});
+    let mut killed: Option<String> = None;
+    let o = fault_run(
+        &node,
+        &ns,
+        "ExitCode",
+        Fault::Killed,
+        annotations,
+        240,
+        &mut |job, pods| {
+            // Between the deletes and the creates: attempt 1 decided and stored, none of its pods.
+            let decided = job["status"]["restartAttempt"] == 1;
+            let created = pods.iter().any(|p| p.attempt.as_deref() == Some("1"));
+            if killed.is_none() && decided && !created {
+                let at: Vec<String> = pods
+                    .iter()
+                    .map(|p| format!("{} {}", p.name, p.state))
+                    .collect();
+                node.kubectl(&[
+                    "-n",
+                    NS,
+                    "delete",
+                    "pod",
+                    &leader,
+                    "--grace-period=0",
+                    "--force",
+                ]);
+                killed = Some(at.join(", "));
+            }
+        },
+    );
+    eprintln!("--- kubectl get tfjob -w -o wide:\n{}", o.watch);
+    let pods = killed.unwrap_or_else(|| {
+        panic!(
+            "never saw the restart between its deletes and its creates: {}",
+            o.summary()
+        )
+    });
+    let new_holder = lease_holder(&node).unwrap();
+    eprintln!(
+        "leader {leader} killed with the pods at [{pods}]; {new_holder} finished the restart"
+    );
+    assert_ne!(
+        holder_pod(&new_holder),
+        leader,
+        "the killed leader holds the lease"
+    );
+    o.assert_one_job_restart("exited with code 137");
+    assert_eq!(
+        o.job["status"]["replicaStatuses"]["Worker"]["restarts"],
+        1,
+        "{}",
+        o.summary()
+    );
 }

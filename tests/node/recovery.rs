@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::{Namespace, Node, Replica, condition, finished, tf_job, wait_for};
 
-const JOB: &str = "resume";
+pub(crate) const JOB: &str = "resume";
 /// The step of worker 1 at (or just after) which the fault hits.
 const FAULT_STEP: i64 = 5;
 /// Steps per run: enough that a deleted pod, which trains on through its 2 s grace period
@@ -27,13 +27,15 @@ const ANNOTATION: &str = "tfjob-operator.dev/restart-scope";
 const ATTEMPT_LABEL: &str = "tfjob-operator.dev/restart-attempt";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Fault {
+pub(crate) enum Fault {
     /// SIGKILL to worker 1's TensorFlow process (exit code 137).
     Killed,
     /// Worker 1's script exits 1 after step 5, on its first run only.
     Exit1,
     /// `kubectl delete pod resume-worker-1` (as a preemption or a user would).
     Deleted,
+    /// Worker 1 evicted through the Eviction API (as `kubectl drain` does).
+    Evicted,
 }
 
 fn now() -> f64 {
@@ -45,14 +47,14 @@ fn now() -> f64 {
 
 /// One pod as a poll saw it.
 #[derive(Clone, Debug, PartialEq)]
-struct PodState {
-    name: String,
+pub(crate) struct PodState {
+    pub name: String,
     uid: String,
     /// Its restart-attempt label (absent without the annotation).
-    attempt: Option<String>,
+    pub attempt: Option<String>,
     phase: String,
     restarts: i64,
-    state: String,
+    pub state: String,
 }
 
 fn pod_state(p: &Value) -> PodState {
@@ -99,9 +101,9 @@ struct ProcessRun {
 }
 
 /// What a fault led to.
-struct Outcome {
-    end: Option<&'static str>,
-    job: Value,
+pub(crate) struct Outcome {
+    pub end: Option<&'static str>,
+    pub job: Value,
     /// Seconds after the fault, the job's pods (polled every 0.3 s; kept when they changed).
     timeline: Vec<(f64, Vec<PodState>)>,
     /// The messages of `Restarting=True` conditions seen, in order.
@@ -114,8 +116,8 @@ struct Outcome {
     pods: Vec<PodState>,
     events: String,
     /// `kubectl get tfjob -w -o wide` from the job's creation to its end.
-    watch: String,
-    describe: String,
+    pub watch: String,
+    pub describe: String,
     seconds: f64,
 }
 
@@ -195,16 +197,19 @@ fn read_runs(file: &Path) -> Vec<ProcessRun> {
     runs
 }
 
-/// Runs the 2-worker job with POLICY (with or without `restart-scope: Job`), hits worker 1
-/// with FAULT at its step 5, and watches until the job ends (at most LIMIT seconds after).
-fn fault_run(
+/// Runs the 2-worker job with POLICY and ANNOTATIONS (an object, or null), hits worker 1 with
+/// FAULT at its step 5, and watches until the job ends (at most LIMIT seconds after), handing
+/// every poll's job and pods to ON_POLL.
+pub(crate) fn fault_run(
     node: &Node,
     ns: &Namespace,
     policy: &'static str,
     fault: Fault,
-    scope_job: bool,
+    annotations: Value,
     limit: u64,
+    on_poll: &mut dyn FnMut(&Value, &[PodState]),
 ) -> Outcome {
+    let scope_job = !annotations.is_null();
     let shared = Shared(node.scratch.join(format!("{}-shared", ns.name)));
     let _ = std::fs::remove_dir_all(&shared.0);
     std::fs::create_dir_all(&shared.0).unwrap();
@@ -228,7 +233,7 @@ fn fault_run(
     worker.shared = Some(shared.0.clone());
     let mut job = tf_job(node, &ns.name, JOB, &[worker]);
     if scope_job {
-        job["metadata"]["annotations"] = json!({ANNOTATION: "Job"});
+        job["metadata"]["annotations"] = annotations;
     }
     // The job succeeds when worker 0 does: worker 1, a moment behind, keeps its pod.
     job["spec"]["runPolicy"] = json!({"cleanPodPolicy": "None"});
@@ -265,6 +270,20 @@ fn fault_run(
             ns.kubectl(&["delete", "pod", "resume-worker-1", "--wait=false"]);
             at
         }
+        Fault::Evicted => {
+            let at = now();
+            let path = format!(
+                "/api/v1/namespaces/{}/pods/resume-worker-1/eviction",
+                ns.name
+            );
+            let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "resume-worker-1", "namespace": ns.name}});
+            node.kubectl_stdin(
+                &["create", "--raw", &path, "-f", "-"],
+                &eviction.to_string(),
+            );
+            at
+        }
         // The script's own report of its exit.
         Fault::Exit1 => wait_for("worker 1's exit report", 30, || {
             let text = std::fs::read_to_string(&reports).ok()?;
@@ -291,6 +310,7 @@ fn fault_run(
             timeline.push((since(now()), pods));
         }
         job = ns.get(&["tfjob", JOB]);
+        on_poll(&job, timeline.last().map_or(&[][..], |(_, p)| p));
         if let Some(c) = condition(&job, "Restarting")
             && c["status"] == "True"
         {
@@ -359,7 +379,7 @@ fn fault_run(
 }
 
 impl Outcome {
-    fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut s = format!(
             "job {:?} {:.1} s after the fault; status: {}\n  Restarting messages seen: {:?}",
             self.end, self.seconds, self.job["status"], self.restarting
@@ -439,7 +459,7 @@ impl Outcome {
     /// What every run with `restart-scope: Job` must show: one whole-job restart, named for
     /// worker 1 and WORDS; attempt 0 gone before attempt 1 ran; attempt 1 resumed from the
     /// checkpoint and succeeded. Returns the seconds from the fault to the resumed training.
-    fn assert_one_job_restart(&self, words: &str) -> f64 {
+    pub(crate) fn assert_one_job_restart(&self, words: &str) -> f64 {
         let s = self.summary();
         assert_eq!(self.end, Some("Succeeded"), "{s}");
         assert_eq!(self.job["status"]["restartAttempt"], 1, "{s}");
@@ -508,7 +528,15 @@ fn annotated(policy: &'static str, fault: Fault, test: &str, words: &str) -> Opt
     for run in 0..runs {
         let ns = node.namespace(&format!("job-restart-{}", policy.to_lowercase()));
         let _operator = node.operator(&ns.name, &[]);
-        let o = fault_run(&node, &ns, policy, fault, true, 240);
+        let o = fault_run(
+            &node,
+            &ns,
+            policy,
+            fault,
+            json!({ANNOTATION: "Job"}),
+            240,
+            &mut |_, _| {},
+        );
         if run == 0 {
             eprintln!(
                 "--- kubectl get tfjob {JOB} -w -o wide:\n{}--- kubectl describe tfjob {JOB}:\n{}",
@@ -576,7 +604,15 @@ fn worker_exits_1_on_failure_without_job_restart() {
     };
     let ns = node.namespace("replica-restart-onfailure");
     let _operator = node.operator(&ns.name, &[]);
-    let o = fault_run(&node, &ns, "OnFailure", Fault::Exit1, false, 240);
+    let o = fault_run(
+        &node,
+        &ns,
+        "OnFailure",
+        Fault::Exit1,
+        Value::Null,
+        240,
+        &mut |_, _| {},
+    );
     let s = o.summary();
     assert_eq!(o.end, Some("Succeeded"), "{s}");
     assert!(
@@ -619,7 +655,15 @@ fn worker_deleted_exit_code_without_job_restart() {
     };
     let ns = node.namespace("replica-restart-deleted");
     let _operator = node.operator(&ns.name, &[]);
-    let o = fault_run(&node, &ns, "ExitCode", Fault::Deleted, false, 120);
+    let o = fault_run(
+        &node,
+        &ns,
+        "ExitCode",
+        Fault::Deleted,
+        Value::Null,
+        120,
+        &mut |_, _| {},
+    );
     let s = o.summary();
     assert_eq!(o.end, Some("Failed"), "{s}");
     assert!(o.recreated("resume-worker-1"), "{s}");

@@ -422,3 +422,30 @@ fn recovery_annotations_are_checked_and_shape_the_pods() {
     let plain = render(&job("    team: a"), None).unwrap();
     assert!(!plain.contains("restart-attempt") && plain.contains("restartPolicy: OnFailure"));
 }
+
+/// With settings of ours, `render` says how each replica's failures would be handled, in the
+/// order they are decided, and that success waits for the evaluator.
+#[test]
+fn failure_handling_is_rendered_for_each_replica() {
+    let yaml = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/recovery/failure_rules.yaml"
+    ))
+    .unwrap();
+    let out = render(&yaml, None).unwrap();
+    let notes: Vec<&str> = out.lines().take_while(|l| l.starts_with('#')).collect();
+    assert_eq!(
+        notes[..3],
+        [
+            "# ps-with-rules: success waits for the evaluator, up to 600 s after the chief (or worker 0) succeeded",
+            "# ps-with-rules: failures are handled in this order, the first that matches deciding:",
+            "#   Chief: tfjob-operator.dev/failure-rules[2]: exit codes 138 → RestartUncharged; then a disruption → restart the replica, not charged; exit codes 0-128, 139 → fail the job; any other exit → restart the replica; deleted from outside → restart the replica",
+        ]
+    );
+    assert!(notes.contains(&"#   PS: tfjob-operator.dev/failure-rules[0]: any failure → FailJob"));
+    let plain = render(DIST, None).unwrap();
+    assert!(
+        !plain.contains("failures are handled"),
+        "only for jobs with settings of ours"
+    );
+}

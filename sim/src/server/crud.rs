@@ -7,8 +7,8 @@ use super::field_validation::{self, Directive};
 use super::respond::{self, Body};
 use super::route::ResourcePath;
 use super::target::{Filter, Req, TableRequest, Target, parse_json};
-use crate::controllers::kubelet;
-use crate::store::{ApiError, Conversion, DeleteOptions, Deleted, meta};
+use crate::controllers::{disruption, kubelet};
+use crate::store::{ApiError, Conversion, DeleteOptions, Deleted, Sub, WriteOptions, meta};
 
 fn resolve(req: &Req<'_>, p: ResourcePath) -> Result<Target, ApiError> {
     let store = &req.state.store;
@@ -287,7 +287,40 @@ fn evict(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
     } else {
         parse_json(&req.body)?
     };
-    let opts = DeleteOptions::from_body(&body["deleteOptions"]);
+    let mut opts = DeleteOptions::from_body(&body["deleteOptions"]);
+    // As the registry's eviction does: DisruptionTarget first (under the delete's
+    // preconditions), then the delete (its resourceVersion precondition moved to the write).
+    if !opts.dry_run {
+        let status_write = WriteOptions {
+            internal: true,
+            sub: Sub::Status,
+            ..Default::default()
+        };
+        let marked = req
+            .state
+            .store
+            .write(&t.st, &t.ns, t.name(), &status_write, |cur| {
+                let mut pod = cur
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found("", "pods", t.name()))?;
+                let uid = opts.precondition_uid.as_deref();
+                let rv = opts.precondition_rv.as_deref();
+                if uid.is_some_and(|u| u != meta::uid(&pod))
+                    || rv.is_some_and(|v| Some(v) != pod["metadata"]["resourceVersion"].as_str())
+                {
+                    let why = "the delete's precondition does not hold";
+                    return Err(ApiError::conflict("", "pods", t.name(), why));
+                }
+                let now = jiff::Timestamp::now();
+                disruption::mark(&mut pod["status"], disruption::EVICTION_API, now);
+                Ok(pod)
+            })?;
+        if opts.precondition_rv.is_some() {
+            opts.precondition_rv = marked["metadata"]["resourceVersion"]
+                .as_str()
+                .map(String::from);
+        }
+    }
     req.state.store.delete(&t.st, &t.ns, t.name(), &opts)?;
     Ok(respond::json(
         201,

@@ -216,8 +216,38 @@ async fn slow_deletion_honours_the_grace_period() {
     .await;
 }
 
+/// The last states a watch shows of pod `name` until it is deleted, the deleted one last.
+async fn until_deleted(pods: &Api<Pod>, name: &str, rv: &str) -> Vec<(String, Pod)> {
+    let params = kube::api::WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = pods.watch(&params, rv).await.expect("watch").boxed();
+    let mut seen = Vec::new();
+    while let Some(Ok(event)) = tokio::time::timeout(Duration::from_secs(15), events.next())
+        .await
+        .expect("a watch event within 15 s")
+    {
+        match event {
+            kube::api::WatchEvent::Modified(p) => seen.push(("MODIFIED".to_string(), p)),
+            kube::api::WatchEvent::Deleted(p) => {
+                seen.push(("DELETED".to_string(), p));
+                return seen;
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// The `DisruptionTarget` condition of a pod: (reason, message).
+fn disruption_target(pod: &Pod) -> Option<(String, String)> {
+    let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+    let c = conditions.iter().find(|c| c.type_ == "DisruptionTarget")?;
+    (c.status == "True").then_some((c.reason.clone()?, c.message.clone()?))
+}
+
+/// As pod GC does for a pod whose node is gone: Failed with `DisruptionTarget`
+/// `DeletionByPodGC`, then deleted with grace 0; and no new pod lands on the node.
 #[tokio::test]
-async fn node_loss_fails_its_pods_and_stops_scheduling_there() {
+async fn node_loss_fails_its_pods_as_pod_gc_does_and_stops_scheduling_there() {
     let (sim, client) = start_with(Options {
         nodes: 2,
         ..Default::default()
@@ -231,13 +261,27 @@ async fn node_loss_fails_its_pods_and_stops_scheduling_there() {
     .await
     .expect("create");
     let p = phase_of(&pods, "n", "Running").await;
+    let rv = p.resource_version().unwrap_or_default();
     let node = p.spec.expect("spec").node_name.expect("node");
     sim.lose_node(&node);
-    let lost = phase_of(&pods, "n", "Failed").await;
-    assert_eq!(
-        lost.status.expect("status").reason.as_deref(),
-        Some("NodeLost")
+    let seen = until_deleted(&pods, "n", &rv).await;
+    let want = Some((
+        "DeletionByPodGC".to_string(),
+        "PodGC: node no longer exists".to_string(),
+    ));
+    let (first, last) = (&seen[0].1, &seen[seen.len() - 1]);
+    assert!(
+        first.metadata.deletion_timestamp.is_none(),
+        "marked before the delete"
     );
+    assert_eq!(disruption_target(first), want);
+    assert_eq!(last.0, "DELETED");
+    for pod in [first, &last.1] {
+        assert_eq!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Failed")
+        );
+    }
     for i in 0..4 {
         let name = format!("after-{i}");
         pods.create(
@@ -252,6 +296,41 @@ async fn node_loss_fails_its_pods_and_stops_scheduling_there() {
             Some(node.as_str())
         );
     }
+}
+
+/// As the Eviction API does: `DisruptionTarget` `EvictionByEvictionAPI` first, then a
+/// graceful delete; the kubelet ends the pod keeping the condition (it owns others only).
+#[tokio::test]
+async fn an_eviction_marks_the_pod_then_deletes_it_and_the_kubelet_keeps_the_mark() {
+    let (_sim, client) = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let script =
+        json!({"sim.tfjob.dev/run-seconds": "60", "sim.tfjob.dev/sigterm-exit-code": "143"});
+    pods.create(&PostParams::default(), &pod("e", script))
+        .await
+        .expect("create");
+    let p = phase_of(&pods, "e", "Running").await;
+    let rv = p.resource_version().unwrap_or_default();
+    pods.evict("e", &kube::api::EvictParams::default())
+        .await
+        .expect("evict");
+    let seen = until_deleted(&pods, "e", &rv).await;
+    let want = Some((
+        "EvictionByEvictionAPI".to_string(),
+        "Eviction API: evicting".to_string(),
+    ));
+    let (first, last) = (&seen[0].1, &seen[seen.len() - 1].1);
+    assert_eq!(disruption_target(first), want, "marked first");
+    assert!(
+        first.metadata.deletion_timestamp.is_none(),
+        "before the delete"
+    );
+    assert_eq!(disruption_target(last), want, "kept to the end: {seen:#?}");
+    assert_eq!(
+        last.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Failed"),
+        "SIGTERM's 143 fails it"
+    );
 }
 
 #[tokio::test]

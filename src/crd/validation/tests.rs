@@ -31,7 +31,7 @@ fn errors_of(yaml: &str) -> Vec<String> {
     let value: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
     let job = parse_tfjob(value).unwrap();
     match validate(&job) {
-        Ok(()) => vec![],
+        Ok(_) => vec![],
         Err(errors) => errors.iter().map(ToString::to_string).collect(),
     }
 }

@@ -1,5 +1,6 @@
-//! Creating and deleting a job's pods and services, concurrently (bounded), each write
-//! remembered until the caches show it (`memory::pending`). I/O.
+//! Creating and deleting a job's pods and services, concurrently (bounded): each child created
+//! is filed in its cache at once (`runtime::store`), each pod deleted remembered until the
+//! cache shows it going (`memory::pending`). I/O.
 
 use futures::{StreamExt, stream};
 use jiff::Timestamp;
@@ -7,11 +8,13 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::PostParams;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
+use tokio::time::Instant;
 
 use super::events::{record, record_children};
 use super::{Deleted, Target, refused};
 use crate::error::Error;
 use crate::reconcile::plan::model::Deletion;
+use crate::runtime::cache::{CachedPod, CachedService};
 
 /// Children created (or deleted) at once for one job.
 pub const CREATE_CONCURRENCY: usize = 16;
@@ -108,8 +111,7 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
     let name = pod.name_any();
     match t.pods.create(&PostParams::default(), &pod).await {
         Ok(created) => {
-            t.memory
-                .with(t.job_uid, |m| m.pending.created(&created, Timestamp::now()));
+            t.pod_cache.created(CachedPod::of(&created), Instant::now());
             Ok(Made::New(Kind::Pod, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
@@ -129,9 +131,8 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<Made, Error>
     let name = service.name_any();
     match t.services.create(&PostParams::default(), &service).await {
         Ok(created) => {
-            t.memory.with(t.job_uid, |m| {
-                m.pending.service_created(&created, Timestamp::now())
-            });
+            t.service_cache
+                .created(CachedService::of(&created), Instant::now());
             Ok(Made::New(Kind::Service, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {

@@ -18,11 +18,13 @@ use kube::{Api, Resource};
 
 use crate::error::{Error, is_namespace_terminating};
 use crate::reconcile::build::gang::Gang;
-use crate::reconcile::context::Shared;
+use crate::reconcile::context::Context;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::{Deletion, Plan, Refusal};
+use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::recorder::EventRecorder;
+use crate::runtime::store::ChildCache;
 
 /// What apply needs to act for one job.
 pub struct Target<'a> {
@@ -35,10 +37,14 @@ pub struct Target<'a> {
     pub job_ref: ObjectReference,
     pub recorder: &'a EventRecorder,
     pub memory: &'a Memory,
+    /// Where created children are filed at once (`runtime::store`), so the next pass sees them.
+    pub pod_cache: &'a ChildCache<CachedPod>,
+    pub service_cache: &'a ChildCache<CachedService>,
 }
 
 impl<'a> Target<'a> {
-    pub fn new(shared: &'a Shared, job: &JobMeta<'a>) -> Self {
+    pub fn new(ctx: &'a Context, job: &JobMeta<'a>) -> Self {
+        let shared = &*ctx.shared;
         Self {
             pods: Api::namespaced(shared.client.clone(), job.namespace),
             services: Api::namespaced(shared.client.clone(), job.namespace),
@@ -50,6 +56,8 @@ impl<'a> Target<'a> {
             job_ref: job.reference.clone(),
             recorder: &shared.recorder,
             memory: &shared.memory,
+            pod_cache: &ctx.pods,
+            service_cache: &ctx.services,
         }
     }
 }

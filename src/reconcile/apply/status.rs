@@ -53,6 +53,8 @@ pub async fn write(
             .memory
             .with(job.uid, |m| m.wrote_status(before, after));
     }
-    shared.metrics.count_transitions(job.namespace, old, new);
+    shared
+        .metrics
+        .count_transitions(job.namespace, job.created, old, new);
     Ok(())
 }

@@ -6,11 +6,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::crd::defaults::{TF_CONTAINER, default_tf_port};
+use crate::crd::labels::LABEL_RESTART_ATTEMPT;
 use crate::crd::labels::{
     JOB_ROLE_MASTER, LABEL_JOB_ROLE, child_name, is_master_role, job_name, job_namespace,
     replica_labels,
 };
-use crate::crd::recovery::{LABEL_RESTART_ATTEMPT, Recovery, RestartScope};
+use crate::crd::settings::JobSettings;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob};
 use crate::reconcile::build::tf_config::{TF_CONFIG, tf_config};
 
@@ -30,14 +31,21 @@ pub fn owner_reference(job: &TFJob) -> OwnerReference {
 /// template's), the translated restart policy, the default port and TF_CONFIG.
 /// `job.spec` is assumed defaulted; the port is defaulted here too (idempotent).
 ///
-/// Under `restart-scope: Job` the kubelet never restarts a container (the operator restarts
-/// the whole job, and must see every failure), and the pod carries its attempt's label.
-pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>) -> Pod {
+/// `settings` are the job's own (as validation read them): under `restart-scope: Job` or with
+/// failure rules the kubelet never restarts a container (the operator restarts replicas or
+/// the whole job itself, and must see every failure); once a job has been restarted whole,
+/// or under `restart-scope: Job`, the pod carries its attempt's label.
+pub fn pod(
+    job: &TFJob,
+    t: ReplicaType,
+    index: i32,
+    cluster_domain: Option<&str>,
+    settings: &JobSettings,
+) -> Pod {
     let replica = replica_spec(job, t);
     let template = &replica.template;
     let name = job_name(job);
-    let whole_job =
-        Recovery::of(job.metadata.annotations.as_ref()).is_ok_and(|r| r.scope == RestartScope::Job);
+    let attempt = job.status.as_ref().and_then(|s| s.restart_attempt);
 
     let mut labels = template
         .metadata
@@ -48,8 +56,7 @@ pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>
     if is_master_role(&job.spec, t, index) {
         labels.insert(LABEL_JOB_ROLE.to_string(), JOB_ROLE_MASTER.to_string());
     }
-    if whole_job {
-        let attempt = job.status.as_ref().and_then(|s| s.restart_attempt);
+    if settings.whole_job() || attempt.is_some_and(|a| a > 0) {
         labels.insert(
             LABEL_RESTART_ATTEMPT.into(),
             attempt.unwrap_or(0).to_string(),
@@ -64,7 +71,7 @@ pub fn pod(job: &TFJob, t: ReplicaType, index: i32, cluster_domain: Option<&str>
     };
 
     let mut spec = template.spec.clone().unwrap_or_default();
-    let policy = match whole_job {
+    let policy = match settings.operator_restarts() {
         true => "Never",
         false => pod_restart_policy(replica.restart_policy),
     };

@@ -38,9 +38,11 @@ pub struct JobMemory {
 }
 
 impl JobMemory {
-    /// Records a status write that turned `before` into `after`.
+    /// Records a status write that turned `before` into `after`. A write that changed
+    /// nothing keeps the resourceVersion (the API server does not store a no-op update): there
+    /// is nothing to wait for, and recording it would hold every later pass for good.
     pub fn wrote_status(&mut self, before: String, after: String) {
-        self.written = Some((before, after));
+        self.written = (before != after).then_some((before, after));
     }
 
     /// Whether the cached job at `resource_version` is older than our last status write.
@@ -117,6 +119,13 @@ mod tests {
         );
         assert!(!m.predates_our_write("6"), "the cache caught up");
         assert!(!m.predates_our_write("5"), "the record is gone once met");
+    }
+
+    #[test]
+    fn a_status_write_the_api_server_kept_as_a_no_op_holds_no_pass() {
+        let mut m = JobMemory::default();
+        m.wrote_status("5".into(), "5".into());
+        assert!(!m.predates_our_write("5"));
     }
 
     #[test]

@@ -1,19 +1,17 @@
-//! What the controller has just done to its children but its cache may not show yet.
+//! What the controller has just done to its pods but its cache may not show yet.
 //!
-//! Watches lag behind writes: right after creating a pod, the cache may still show the index as
-//! missing; right after deleting a failed pod, it may still show it failed. Planning on such a
-//! stale view would create twice or count a restart twice. So the controller remembers its own
-//! pod writes (and service creates) and lays them over the cache until the cache catches up (or
-//! they expire). Plain data, one `Pending` per job; the caller passes `now`.
+//! Watches lag behind writes: right after deleting a failed pod, the cache may still show it
+//! failed, and planning on that would count its restart twice. So the controller remembers the
+//! pods it deleted and shows them terminating until the cache catches up (or the memory
+//! expires). Creates need no such memory: they are filed in the cache at once
+//! (`runtime::store`). Also remembered: creates that failed, whose absence is no deletion.
+//! Plain data, one `Pending` per job; the caller passes `now`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::Resource;
-
-use crate::runtime::cache::{CachedPod, CachedService};
 
 /// After this long an unmet expectation is dropped: the cache is trusted again.
 pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
@@ -21,34 +19,13 @@ pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
 /// One job's pending writes.
 #[derive(Default, Debug)]
 pub struct Pending {
-    /// Pods we created, by name, as the cache would keep what the API server returned.
-    created: BTreeMap<String, (CachedPod, Timestamp)>,
     /// Pods we deleted, by uid.
     deleted: BTreeMap<String, Timestamp>,
     /// Pods whose create failed, by name, until a pod of that name shows up.
     failed_creates: BTreeMap<String, Timestamp>,
-    /// Services we created, by name.
-    created_services: BTreeMap<String, (CachedService, Timestamp)>,
 }
 
-/// `cached` plus the objects we created that it lacks (made whole by `full`); created objects
-/// it now has, or whose expectation expired, are forgotten.
-fn lay_over<K: Resource, C>(
-    created: &mut BTreeMap<String, (C, Timestamp)>,
-    mut cached: Vec<K>,
-    now: Timestamp,
-    full: impl Fn(&C) -> K,
-) -> Vec<K> {
-    created.retain(|name, (_, at)| {
-        !cached.iter().any(|o| o.meta().name.as_ref() == Some(name)) && *at + EXPECTATION_TTL > now
-    });
-    cached.extend(created.values().map(|(o, _)| full(o)));
-    release_if_empty(created);
-    cached
-}
-
-/// An emptied map still holds its root node (tens of KiB with `Pod` values): every job would
-/// keep one for good. Give it back.
+/// An emptied map still holds its root node: every job would keep one for good. Give it back.
 fn release_if_empty<V>(map: &mut BTreeMap<String, V>) {
     if map.is_empty() {
         *map = BTreeMap::new();
@@ -56,21 +33,6 @@ fn release_if_empty<V>(map: &mut BTreeMap<String, V>) {
 }
 
 impl Pending {
-    /// Remembers a pod we created, as the cache would keep it (the API server's answer
-    /// carries the whole spec; a big job's TF_CONFIG alone is tens of KiB per pod).
-    pub fn created(&mut self, pod: &Pod, now: Timestamp) {
-        if let Some(name) = pod.metadata.name.clone() {
-            self.created.insert(name, (CachedPod::of(pod), now));
-        }
-    }
-
-    pub fn service_created(&mut self, service: &Service, now: Timestamp) {
-        if let Some(name) = service.metadata.name.clone() {
-            self.created_services
-                .insert(name, (CachedService::of(service), now));
-        }
-    }
-
     pub fn deleted(&mut self, pod_uid: &str, now: Timestamp) {
         self.deleted.insert(pod_uid.to_string(), now);
     }
@@ -79,16 +41,6 @@ impl Pending {
         self.failed_creates
             .entry(pod_name.to_string())
             .or_insert(now);
-    }
-
-    /// The cached services plus those we created that the cache does not show yet.
-    pub fn overlay_services(&mut self, services: Vec<Service>, now: Timestamp) -> Vec<Service> {
-        lay_over(
-            &mut self.created_services,
-            services,
-            now,
-            CachedService::to_service,
-        )
     }
 
     /// Pods whose create failed and that have not existed since: their absence is no deletion.
@@ -103,9 +55,9 @@ impl Pending {
         self.failed_creates.keys().cloned().collect()
     }
 
-    /// The cached pods as they are after our pending writes: created pods the cache lacks are
-    /// added, deleted pods the cache still shows live are shown terminating. Expectations the
-    /// cache now satisfies, or that expired, are dropped.
+    /// The cached pods as they are after our pending deletions: deleted pods the cache still
+    /// shows live are shown terminating. Expectations the cache now satisfies, or that
+    /// expired, are dropped.
     pub fn overlay(&mut self, mut pods: Vec<Pod>, now: Timestamp) -> Vec<Pod> {
         self.deleted.retain(|uid, at| {
             let still_live = pods.iter().any(|pod| {
@@ -124,7 +76,7 @@ impl Pending {
                 pod.metadata.deletion_timestamp = Some(Time(*at));
             }
         }
-        lay_over(&mut self.created, pods, now, CachedPod::to_pod)
+        pods
     }
 }
 
@@ -160,22 +112,6 @@ mod tests {
     }
 
     #[test]
-    fn a_created_pod_missing_from_the_cache_is_shown_until_the_cache_has_it() {
-        let mut e = Pending::default();
-        e.created(&pod("j-worker-0", "u1"), t(0));
-        assert_eq!(
-            names(&e.overlay(vec![], t(1))),
-            [("j-worker-0".to_string(), false)]
-        );
-        // The cache caught up: the expectation is met and dropped.
-        assert_eq!(
-            names(&e.overlay(vec![pod("j-worker-0", "u1")], t(2))).len(),
-            1
-        );
-        assert!(e.overlay(vec![], t(3)).is_empty());
-    }
-
-    #[test]
     fn a_deleted_pod_still_cached_live_is_shown_terminating() {
         let mut e = Pending::default();
         e.deleted("u1", t(0));
@@ -189,10 +125,8 @@ mod tests {
     #[test]
     fn expectations_expire() {
         let mut e = Pending::default();
-        e.created(&pod("j-worker-0", "u1"), t(0));
         e.deleted("u9", t(0));
         let later = t(61);
-        assert!(e.overlay(vec![], later).is_empty());
         assert_eq!(
             names(&e.overlay(vec![pod("x", "u9")], later)),
             [("x".to_string(), false)]
@@ -210,24 +144,5 @@ mod tests {
         assert!(e.never_created(&[pod("j-worker-0", "u1")], t(2)).is_empty());
         // Once it existed, a later absence is a real deletion.
         assert!(e.never_created(&[], t(3)).is_empty());
-    }
-
-    #[test]
-    fn a_created_service_is_shown_until_the_cache_has_it() {
-        let mut e = Pending::default();
-        let svc = |name: &str| Service {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        e.service_created(&svc("j-worker-0"), t(0));
-        assert_eq!(e.overlay_services(vec![], t(1)).len(), 1);
-        assert_eq!(e.overlay_services(vec![svc("j-worker-0")], t(2)).len(), 1);
-        assert!(
-            e.overlay_services(vec![], t(3)).is_empty(),
-            "met, then forgotten"
-        );
     }
 }

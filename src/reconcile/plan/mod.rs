@@ -2,7 +2,8 @@
 //! and the new status. Pure: no I/O, no clock, no environment, no API client.
 //!
 //! `plan` only composes the rules (`rules/`), each in its own module and each returning its
-//! decision as a value: `restarts` (exit codes, restarts, backoff), `finish` (success,
+//! decision as a value: `restarts` (the restart engine: every failure classified, then one
+//! decision for the pass, per replica or for the whole job), `finish` (success,
 //! failure, cleanup), `timers` (deadline, TTL), `suspend`, `progress`
 //! (Created/Running/Restarting), `scale` (create, scale down), `counts` (replicaStatuses),
 //! `gang` (the PodGroup), `unreadable` (a spec that does not parse). They read the job through
@@ -46,6 +47,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub mod conditions;
 pub mod model;
+mod pass;
 pub mod replicas;
 pub mod rules;
 #[cfg(test)]
@@ -53,14 +55,15 @@ pub(crate) mod tests;
 pub mod view;
 
 use crate::crd::cached::Unreadable;
+use crate::crd::settings::JobSettings;
 use crate::crd::validation::validate;
-use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_RESTARTING, TFJob, TFJobStatus};
-use conditions::Change;
-use model::{Deletion, EventNote, Observed, Plan, Settings};
+use crate::crd::{ConditionType, MANAGED_BY_MULTIKUEUE, REASON_RESTARTING, TFJob};
+use model::{EventNote, Observed, Plan, Settings};
+use pass::Pass;
 use replicas::Replicas;
 use rules::finish::{self, Cause, Verdict};
-use rules::job_restart::{self, JobRestart};
-use rules::restarts;
+use rules::restarts::{self, Decision, Restarting};
+use rules::success::{self, Success};
 use rules::timers::{self, Timer};
 use rules::{counts, gang, progress, scale, suspend, unreadable};
 use view::JobView;
@@ -98,8 +101,13 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     if managed_elsewhere || job.metadata.deletion_timestamp.is_some() {
         return Plan::default();
     }
-    let view = JobView::new(job, now, settings);
-    let children = replicas::sort(job, observed, view.counted_attempt());
+    // The job's settings of ours are read once, by validation. A job whose settings do not
+    // read fails before any rule looks at them, and a finished job reads none: both get the
+    // defaults.
+    let validated = validated(job);
+    let job_settings = validated.clone().unwrap_or_default();
+    let view = JobView::new(job, now, settings, job_settings);
+    let children = replicas::sort(job, observed, Some(view.attempt));
     let stored_finished = job.status.as_ref().is_some_and(conditions::is_finished);
     let mut pass = Pass {
         status: job.status.clone().unwrap_or_default(),
@@ -112,9 +120,9 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     if stored_finished {
         finished(&view, &children, &mut pass);
     } else {
-        match invalid(job) {
-            Some(errors) => pass.conclude(&view, Verdict::Failed(Cause::Validation(errors))),
-            None => run(&view, &children, &mut pass),
+        match validated {
+            Err(errors) => pass.conclude(&view, Verdict::Failed(Cause::Validation(errors))),
+            Ok(_) => run(&view, &children, &mut pass),
         }
     }
     let concluded = !stored_finished && conditions::is_finished(&pass.status);
@@ -203,58 +211,15 @@ fn gang_scheduling(view: &JobView<'_>, observed: &Observed, settings: &Settings,
     };
 }
 
-/// The pass being composed: the status as the rules decided so far, and the plan.
-struct Pass {
-    status: TFJobStatus,
-    plan: Plan,
-    now: Timestamp,
-}
-
-impl Pass {
-    /// Applies condition changes in order, keeping the events of those that took effect.
-    fn change<'a>(&mut self, changes: impl IntoIterator<Item = Change<'a>>) {
-        let announced = conditions::change_all(&mut self.status.conditions, changes, self.now);
-        self.plan.events.extend(announced);
-    }
-
-    fn events(&mut self, notes: impl IntoIterator<Item = EventNote>) {
-        self.plan.events.extend(notes);
-    }
-
-    /// Come back at `at` at the latest.
-    fn wake_at(&mut self, at: Timestamp) {
-        self.plan.requeue_at = Some(self.plan.requeue_at.map_or(at, |t| t.min(at)));
-    }
-
-    fn delete(&mut self, pods: impl IntoIterator<Item = Deletion>, services: Vec<Deletion>) {
-        self.plan.delete_pods.extend(pods);
-        self.plan.delete_services.extend(services);
-    }
-
-    /// The job ends: terminal conditions, `completionTime`, and on success the counts settle.
-    fn conclude(&mut self, view: &JobView<'_>, verdict: Verdict) {
-        self.change(finish::conclude(view, &verdict));
-        self.status.completion_time = Some(Time(self.now));
-        // The counts are final (docs/behaviour.md §6.4): the per-pod record that kept them
-        // from counting a kubelet restart twice has done its job and leaves the status.
-        for counts in self.status.replica_statuses.values_mut() {
-            counts.pod_restarts.clear();
-        }
-        if verdict == Verdict::Succeeded {
-            let statuses = std::mem::take(&mut self.status.replica_statuses);
-            self.status.replica_statuses = finish::settle_counts(statuses);
-        }
-    }
-}
-
-/// Every validation problem, joined by "; " so the message stays one line in
-/// `kubectl get -o wide` and in events. Keys of `tfReplicaSpecs` that name no type are
-/// validation's to report; they are checked here too so such a job can never run even if
-/// validation let it through.
-fn invalid(job: &TFJob) -> Option<String> {
+/// The job's settings of ours, or every validation problem, joined by "; " so the message
+/// stays one line in `kubectl get -o wide` and in events. Keys of `tfReplicaSpecs` that name
+/// no type are validation's to report; they are checked here too so such a job can never run
+/// even if validation let it through.
+fn validated(job: &TFJob) -> Result<JobSettings, String> {
     let errors: Vec<String> = match validate(job) {
         Err(errors) => errors.iter().map(ToString::to_string).collect(),
-        Ok(()) => job
+        Ok(settings) if job.spec.tf_replica_specs.rejected_keys.is_empty() => return Ok(settings),
+        Ok(_) => job
             .spec
             .tf_replica_specs
             .rejected_keys
@@ -262,7 +227,7 @@ fn invalid(job: &TFJob) -> Option<String> {
             .map(|k| format!("spec.tfReplicaSpecs[{k}]: Unsupported value: {k:?}"))
             .collect(),
     };
-    (!errors.is_empty()).then(|| errors.join("; "))
+    Err(errors.join("; "))
 }
 
 /// An unfinished, valid job: Created, then suspend, or resume and run to a verdict.
@@ -285,171 +250,71 @@ fn run(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
         pass.status.start_time = Some(Time(view.now));
     }
     pass.change(resumed);
-    let restarting = conditions::is_true(&pass.status.conditions, ConditionType::Restarting);
-    let since = startup_since(view, &pass.status);
-    let (startup, late) = timers::startup(view, children, since);
-    let faults = if view.whole_job_restarts() {
-        let (decision, events) = job_restart::decide(
-            view,
-            children,
-            &pass.status,
-            restarting,
-            started,
-            late.clone(),
-        );
-        Faults::WholeJob(decision, events)
-    } else {
-        Faults::Replicas(restarts::scan(
-            view,
-            children,
-            &book.restarts,
-            restarting,
-            started,
-        ))
+    // Once the training succeeded, a job that waits for its evaluator runs on for it alone.
+    let success = success::success(view, children);
+    let evaluating = view.evaluating();
+    let view = match success {
+        Success::Evaluating { .. } => &evaluating,
+        _ => view,
     };
-    let deadline = timers::deadline(view, pass.status.start_time.as_ref());
-    let verdict = if finish::succeeded(view, children) {
-        Some(Verdict::Succeeded)
-    } else if let Some(cause) = faults.failure() {
-        Some(Verdict::Failed(cause))
-    } else if deadline == Timer::Due {
-        Some(Verdict::Failed(Cause::Deadline))
-    } else {
-        let seconds = view.recovery.startup_deadline_seconds.unwrap_or_default();
-        late.filter(|_| !view.whole_job_restarts())
-            .map(|(_, late)| Verdict::Failed(Cause::StartupDeadline { seconds, late }))
+    let clocks = timers::clocks(view, children, &pass.status);
+    let decision = restarts::decide(view, children, &pass.status, started, book.clone(), clocks);
+    let evaluator_wait = match success {
+        Success::Evaluating { until } => until,
+        _ => None,
     };
-    if let Some(verdict) = verdict {
-        pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-        if faults.failure().is_some() && matches!(verdict, Verdict::Failed(_)) {
-            pass.events(faults.into_events());
-        }
-        return pass.conclude(view, verdict);
-    }
-    for timer in [deadline, startup] {
-        if let Timer::At(at) = timer {
+    let (verdict, mut events) = match success {
+        Success::Yes { overran } => (Some(Verdict::Succeeded), Vec::from_iter(overran)),
+        _ => (decision.fails.clone().map(Verdict::Failed), Vec::new()),
+    };
+    let Some(verdict) = verdict else {
+        if let Some(at) = evaluator_wait {
             pass.wake_at(at);
         }
-    }
-    match faults {
-        Faults::Replicas(scan) => advance(view, children, scan, book, pass),
-        Faults::WholeJob(decision, events) => {
-            pass.events(events);
-            pass.events(children.stuck_events(view.namespace));
-            advance_whole_job(view, children, decision, book, pass);
-        }
-    }
-}
-
-/// The failures of a pass, decided per replica (Kubeflow's way) or for the whole job.
-enum Faults {
-    Replicas(restarts::FailureScan),
-    WholeJob(JobRestart, Vec<EventNote>),
-}
-
-impl Faults {
-    fn failure(&self) -> Option<Cause> {
-        match self {
-            Faults::Replicas(scan) => scan.failure.clone(),
-            Faults::WholeJob(JobRestart::Fails(cause), _) => Some(cause.clone()),
-            Faults::WholeJob(..) => None,
-        }
-    }
-
-    fn into_events(self) -> Vec<EventNote> {
-        match self {
-            Faults::Replicas(scan) => scan.events,
-            Faults::WholeJob(_, events) => events,
-        }
-    }
-}
-
-/// Where the startup deadline counts from for replicas without a pod: the job's start, or
-/// the moment the latest whole-job restart's pods may be created.
-fn startup_since(view: &JobView<'_>, status: &TFJobStatus) -> Option<Timestamp> {
-    let start = status.start_time.as_ref().map(|t| t.0);
-    let restarted = status
-        .restart_time
-        .as_ref()
-        .filter(|_| view.whole_job_restarts())
-        .and_then(|t| t.0.checked_add(job_restart::backoff(view.attempt)).ok());
-    start.into_iter().chain(restarted).max()
-}
-
-/// A job that keeps running, per replica: create what is missing, drop the surplus,
-/// restart failed replicas (delete their pods), update Running/Restarting.
-fn advance(
-    view: &JobView<'_>,
-    children: &Replicas,
-    scan: restarts::FailureScan,
-    book: counts::RestartBook,
-    pass: &mut Pass,
-) {
-    let restarted: Vec<Deletion> = scan.restarts.iter().filter_map(|r| r.pod.clone()).collect();
-    let book = counts::RestartBook {
-        restarts: scan.counts,
-        ..book
+        return advance(view, children, decision, pass);
     };
-    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &restarted);
-    pass.events(scan.events);
-    pass.events(children.stuck_events(view.namespace));
-    (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
-    let (pods, services) = scale::surplus(view, children);
-    pass.delete(pods.into_iter().chain(restarted), services);
-    match progress::restarting(view, &scan.restarts) {
-        Some(restarting) => pass.change([restarting]),
-        None => progress_running(view, children, pass),
+    // The pass that concludes counts the kubelet restarts it saw, not restarts it decided
+    // against.
+    pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
+    if matches!(verdict, Verdict::Failed(_)) {
+        events = decision.events;
     }
+    pass.events(events);
+    pass.conclude(view, verdict);
 }
 
-/// A `restart-scope: Job` job that keeps running (docs/behaviour.md §6.7): a fault restarts
-/// every pod as the next attempt; while a restart is under way nothing is created; else it
-/// runs on like any job.
-fn advance_whole_job(
-    view: &JobView<'_>,
-    children: &Replicas,
-    decision: JobRestart,
-    mut book: counts::RestartBook,
-    pass: &mut Pass,
-) {
-    match decision {
-        JobRestart::Now(fault) => {
-            let attempt = view.attempt.saturating_add(1);
-            pass.status.restart_attempt = Some(attempt);
-            pass.status.restart_time = Some(Time(view.now));
-            let count = book.restarts.entry(fault.t).or_default();
-            *count = count.saturating_add(1);
-            let deleted = job_restart::pods_to_delete(children);
-            pass.status.replica_statuses =
-                counts::replica_statuses(view, children, &book, &deleted);
-            pass.delete(deleted, Vec::new());
-            let (message, event) = progress::restarting_whole_job(view, attempt, &fault);
-            let restarting = Some((REASON_RESTARTING, message));
+/// A job that keeps running applies the restart engine's decision as it is: a whole-job
+/// restart's new attempt, the counts, the deletions; then, while the job runs on, the
+/// missing children are created and the surplus deleted (docs/behaviour.md §6.2); and
+/// Restarting, else Running, follows.
+fn advance(view: &JobView<'_>, children: &Replicas, decision: Decision, pass: &mut Pass) {
+    if let Some(attempt) = decision.next_attempt {
+        pass.status.restart_attempt = Some(attempt);
+        pass.status.restart_time = Some(Time(view.now));
+    }
+    pass.status.replica_statuses =
+        counts::replica_statuses(view, children, &decision.book, &decision.delete);
+    pass.events(decision.events);
+    pass.events(children.stuck_events(view.namespace));
+    let (mut pods, mut services) = (Vec::new(), Vec::new());
+    if decision.runs_on {
+        (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
+        (pods, services) = scale::surplus(view, children);
+    }
+    pass.delete(pods.into_iter().chain(decision.delete), services);
+    match decision.restarting {
+        Some(Restarting::Replicas(change)) => pass.change([change]),
+        Some(Restarting::Job(message)) => {
+            let restarting = Some((REASON_RESTARTING, message.clone()));
             let conditions = &mut pass.status.conditions;
             conditions::present_while(conditions, ConditionType::Restarting, restarting, view.now);
-            pass.events([event]);
-            let delay = job_restart::backoff(attempt);
-            if !delay.is_zero()
-                && let Ok(at) = view.now.checked_add(delay)
-            {
-                pass.wake_at(at);
-            }
+            pass.events([EventNote::warning(REASON_RESTARTING, message)]);
         }
-        JobRestart::Waiting { delete, until } => {
-            pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-            pass.delete(delete, Vec::new());
-            if let Some(at) = until {
-                pass.wake_at(at);
-            }
-        }
-        JobRestart::Steady => {
-            pass.status.replica_statuses = counts::replica_statuses(view, children, &book, &[]);
-            (pass.plan.create_pods, pass.plan.create_services) = scale::missing(view, children);
-            let (pods, services) = scale::surplus(view, children);
-            pass.delete(pods, services);
-            progress_running(view, children, pass);
-        }
-        JobRestart::Fails(_) => unreachable!("a failing job concludes before it advances"),
+        None if decision.runs_on => progress_running(view, children, pass),
+        None => {}
+    }
+    if let Some(at) = decision.wake_at {
+        pass.wake_at(at);
     }
 }
 
@@ -461,7 +326,7 @@ fn progress_running(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
 
 /// A finished job: clean up by policy and apply the TTL (delete now, or wake up then).
 fn finished(view: &JobView<'_>, children: &Replicas, pass: &mut Pass) {
-    let (pods, services) = finish::cleanup(view, &pass.status, children);
+    let (pods, services) = finish::cleanup(view, children);
     pass.delete(pods, services);
     match timers::ttl(view, pass.status.completion_time.as_ref()) {
         Timer::Due => {

@@ -29,6 +29,9 @@ pub struct Observed {
     /// Pods the controller tried to create, whose create failed, and that have not existed
     /// since: their absence is not a deletion from outside (no restart is counted).
     pub never_created: std::collections::BTreeSet<String>,
+    /// The last state of the job's pods that were deleted while a disruption ended them,
+    /// and whose name no pod holds again.
+    pub departed: Vec<Pod>,
     /// The job's PodGroup, when gang scheduling is on.
     pub group: GroupView,
     /// Why the API server refused the job's last creates, if it did.

@@ -10,9 +10,8 @@ use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod}
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::crd::defaults::TF_CONTAINER;
-use crate::crd::labels::replica_of;
+use crate::crd::labels::{LABEL_RESTART_ATTEMPT, replica_of};
 use crate::crd::parse_indexes;
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaType, TFJob};
 use crate::reconcile::plan::model::{Deletion, EventNote, Observed};
 
@@ -59,6 +58,15 @@ pub struct ChildPod {
     /// Why it failed, in Kubernetes' words: the pod's reason (`Evicted`, ...), else the
     /// `tensorflow` container's (`OOMKilled`, `Error`).
     pub reason: Option<String>,
+    /// The `tensorflow` container's own terminated reason (`OOMKilled`, `Error`).
+    pub exit_reason: Option<String>,
+    /// Why a disruption ends it, if one does: the reason of its `DisruptionTarget` condition
+    /// (`EvictionByEvictionAPI`, `PreemptionByScheduler`, `DeletionByTaintManager`,
+    /// `DeletionByPodGC`, `TerminationByKubelet`), else the pod's reason when it tells one
+    /// (`Evicted`, `NodeLost`, `Preempting`).
+    pub disruption: Option<String>,
+    /// When the `tensorflow` container's current run ended.
+    pub finished: Option<Timestamp>,
 }
 
 /// Why a pod cannot start, in Kubernetes' words.
@@ -130,6 +138,8 @@ pub struct Replicas {
     pub completed: BTreeSet<Key>,
     /// Pods of earlier attempts of a `restart-scope: Job` job: never counted, only deleted.
     pub earlier_attempts: Vec<ChildPod>,
+    /// Pods deleted while a disruption ended them, by name: the disruption (`Observed::departed`).
+    pub departed: BTreeMap<String, String>,
 }
 
 /// One service owned by the job.
@@ -210,6 +220,12 @@ pub fn sort(job: &TFJob, observed: &Observed, attempt: Option<i32>) -> Replicas 
     let mut children = Replicas {
         never_created: observed.never_created.clone(),
         completed: stored_completions(job),
+        departed: observed
+            .departed
+            .iter()
+            .filter(|p| owned_by(&p.metadata, uid))
+            .filter_map(|p| Some((p.metadata.name.clone()?, disruption(p.status.as_ref())?)))
+            .collect(),
         ..Replicas::default()
     };
     for pod in &observed.pods {
@@ -329,7 +345,42 @@ fn child_pod(pod: &Pod, name: String) -> ChildPod {
         reason: status
             .and_then(|s| s.reason.clone())
             .or_else(|| tensorflow_terminated(containers).and_then(|t| t.reason.clone())),
+        exit_reason: tensorflow_terminated(containers).and_then(|t| t.reason.clone()),
+        disruption: disruption(status),
+        finished: tensorflow_current_end(containers),
     }
+}
+
+/// Pod reasons that name a disruption, from kubelets and node controllers that predate the
+/// `DisruptionTarget` condition (or set it beside them).
+const DISRUPTION_REASONS: [&str; 3] = ["Evicted", "NodeLost", "Preempting"];
+
+/// The disruption that ends a pod, in Kubernetes' words (see `ChildPod::disruption`).
+fn disruption(status: Option<&k8s_openapi::api::core::v1::PodStatus>) -> Option<String> {
+    let status = status?;
+    let condition = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True");
+    match condition {
+        Some(c) => Some(
+            c.reason
+                .clone()
+                .unwrap_or_else(|| "DisruptionTarget".into()),
+        ),
+        None => status
+            .reason
+            .clone()
+            .filter(|r| DISRUPTION_REASONS.contains(&r.as_str())),
+    }
+}
+
+/// When the `tensorflow` container's current state ended, if it did.
+fn tensorflow_current_end(containers: &[ContainerStatus]) -> Option<Timestamp> {
+    let tf = containers.iter().find(|c| c.name == TF_CONTAINER)?;
+    let terminated = tf.state.as_ref()?.terminated.as_ref()?;
+    terminated.finished_at.as_ref().map(|t| t.0)
 }
 
 /// Waiting reasons that do not go away by themselves: the image, the config or the program

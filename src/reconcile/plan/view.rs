@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 
 use crate::crd::defaults::with_defaults;
-use crate::crd::recovery::{Recovery, RestartScope};
+use crate::crd::settings::JobSettings;
 use crate::crd::{ReplicaType, RestartPolicy, RunPolicy, TFJob, TFJobSpec};
 use crate::reconcile::plan::model::Settings;
 use crate::reconcile::plan::replicas::Key;
@@ -20,15 +20,24 @@ pub struct JobView<'a> {
     pub namespace: &'a str,
     pub now: Timestamp,
     pub cluster_domain: Option<&'a str>,
-    /// The job's recovery settings (its annotations; defaults when they do not parse, which
-    /// validation reports).
-    pub recovery: Recovery,
-    /// The attempt whose pods count (`restart-scope: Job`; 0 otherwise).
+    /// The job's settings of ours (its annotations), as validation read them.
+    pub settings: JobSettings,
+    /// The attempt whose pods count: 0 until the job is first restarted whole.
     pub attempt: i32,
+    /// Only this type's replicas are still in play: the job's training succeeded and it
+    /// waits for its evaluator (`tfjob-operator.dev/wait-for-evaluator-seconds`).
+    pub in_play: Option<ReplicaType>,
 }
 
 impl<'a> JobView<'a> {
-    pub fn new(job: &'a TFJob, now: Timestamp, settings: &'a Settings) -> Self {
+    /// The view of `job` at `now`, for an operator with `operator`'s settings; `settings` are
+    /// the job's own, as `validate` read them.
+    pub fn new(
+        job: &'a TFJob,
+        now: Timestamp,
+        operator: &'a Settings,
+        settings: JobSettings,
+    ) -> Self {
         let spec = with_defaults(&job.spec);
         let run_policy = spec.run_policy.clone().unwrap_or_default();
         Self {
@@ -38,25 +47,29 @@ impl<'a> JobView<'a> {
             name: job.metadata.name.as_deref().unwrap_or_default(),
             namespace: job.metadata.namespace.as_deref().unwrap_or_default(),
             now,
-            cluster_domain: settings.cluster_domain.as_deref(),
-            recovery: Recovery::of(job.metadata.annotations.as_ref()).unwrap_or_default(),
+            cluster_domain: operator.cluster_domain.as_deref(),
+            settings,
             attempt: job
                 .status
                 .as_ref()
                 .and_then(|s| s.restart_attempt)
                 .unwrap_or(0),
+            in_play: None,
+        }
+    }
+
+    /// The view of a job whose training succeeded and that waits for its evaluator: the
+    /// evaluator's replicas alone are still created, restarted and judged.
+    pub fn evaluating(&self) -> Self {
+        Self {
+            in_play: Some(ReplicaType::Evaluator),
+            ..self.clone()
         }
     }
 
     /// Whether a fault restarts every pod of the job together.
     pub fn whole_job_restarts(&self) -> bool {
-        self.recovery.scope == RestartScope::Job
-    }
-
-    /// The attempt whose pods count, under `restart-scope: Job` (pods of other attempts are
-    /// set apart); none otherwise.
-    pub fn counted_attempt(&self) -> Option<i32> {
-        self.whole_job_restarts().then_some(self.attempt)
+        self.settings.whole_job()
     }
 
     pub fn run_policy(&self) -> &RunPolicy {
@@ -87,10 +100,11 @@ impl<'a> JobView<'a> {
             .map(|(t, s)| (t, s.count()))
     }
 
-    /// Every replica the spec asks for, in (type, index) order: the order in which
-    /// failures are decided, so one pass always decides the same way.
+    /// Every replica the spec asks for that is still in play, in (type, index) order: the
+    /// order in which failures are decided, so one pass always decides the same way.
     pub fn keys(&self) -> Vec<Key> {
         self.replicas()
+            .filter(|(t, _)| self.in_play.is_none_or(|only| only == *t))
             .flat_map(|(t, n)| (0..n).map(move |i| (t, i)))
             .collect()
     }

@@ -329,7 +329,7 @@ proptest! {
                         );
                     }
                 }
-                Ok(()) => {
+                Ok(_) => {
                     let replicas = total_replicas(&job);
                     // The CRD's schema (what the API server checks before the operator ever
                     // sees a job) refuses some documents the operator's own rules let pass, a

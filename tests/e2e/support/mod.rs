@@ -6,6 +6,7 @@
 
 pub mod faults;
 pub mod real;
+pub mod scrape;
 pub mod script;
 pub mod wait;
 

@@ -29,6 +29,12 @@ Modes (the first argument):
               wall-clock time, to FILE: the reports of pods already deleted stay readable.
   --exit-at K  worker 1 exits with code 1 after step K, only on its first run (a marker file
               next to FILE says it has).
+  ps only, for the failure and success policies (tests/node/policies.rs):
+  --ps-exit S:CODE  the parameter server exits with CODE after serving S seconds.
+  --no-evaluator-wait  the chief ends once it has written its checkpoint, without waiting for
+              the evaluator's verdict.
+  --evaluate-seconds S  the evaluator's evaluation takes S seconds (it starts once the chief's
+              checkpoint exists), so it runs on after the chief has ended.
 """
 
 import hashlib
@@ -51,6 +57,8 @@ STEP_SECONDS = option("--step-seconds", 0.0)
 CHECKPOINT = option("--checkpoint", "")
 REPORTS = option("--reports", "")
 EXIT_AT = option("--exit-at", -1)
+PS_EXIT = option("--ps-exit", "")
+EVALUATE_SECONDS = option("--evaluate-seconds", 0.0)
 
 tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
 TASK = tf_config.get("task", {}).get("index", 0)
@@ -241,6 +249,11 @@ def run_ps():
             start=True,
         )
         emit("server", target=server.target)
+        if resolver.task_type == "ps" and PS_EXIT:
+            seconds, code = PS_EXIT.split(":")
+            time.sleep(float(seconds))
+            emit("exit", code=int(code))
+            os._exit(int(code))
         server.join()
         return
     if resolver.task_type == "evaluator":
@@ -278,6 +291,7 @@ def run_ps():
         loss = float(coordinator.schedule(step_fn, args=(per_worker,)).fetch())
         losses.append(loss)
         emit("step", step=step, loss=loss)
+        time.sleep(STEP_SECONDS)
     coordinator.join()
     report = weights_report(w, b)
     evaluator = "evaluator" in resolver.cluster_spec().as_dict()
@@ -285,7 +299,8 @@ def run_ps():
         checkpoint = tf.train.Checkpoint(w=w, b=b).write("/shared/final")
         emit("checkpoint", path=checkpoint)
         deadline = time.time() + 120
-        while not os.path.exists("/shared/evaluated") and time.time() < deadline:
+        while ("--no-evaluator-wait" not in sys.argv and not os.path.exists("/shared/evaluated")
+               and time.time() < deadline):
             time.sleep(0.5)
     emit("done", loss_first=losses[0], loss_last=losses[-1], steps=len(losses), **report)
 
@@ -311,6 +326,8 @@ def run_evaluator():
             emit("evaluated", error="no checkpoint after 180 s")
             sys.exit(1)
         time.sleep(0.5)
+    emit("evaluating", seconds=EVALUATE_SECONDS)
+    time.sleep(EVALUATE_SECONDS)
     tf.train.Checkpoint(w=w, b=b).read("/shared/final").expect_partial()
     x, y = data(999, n=256)
     loss = float(tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y)))

@@ -604,6 +604,10 @@ fn finish_conditions(old: &Value, status: &mut Value, now: Timestamp) {
         condition(old, "ContainersReady", ready, reason, msg, now),
         condition(old, "PodScheduled", true, None, None, now),
     ];
+    // A condition the kubelet does not own stays as the component that set it wrote it.
+    if let Some(set) = crate::controllers::disruption::of(old).filter(|_| !evicted) {
+        conditions.insert(0, set);
+    }
     if evicted {
         let m = "The node was low on resource: memory.";
         conditions.insert(

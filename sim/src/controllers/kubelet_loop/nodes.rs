@@ -3,7 +3,10 @@
 use serde_json::{Value, json};
 
 use super::control::Control;
-use crate::store::{ApiError, Store, Sub, WriteOptions, meta};
+use jiff::Timestamp;
+
+use crate::controllers::disruption;
+use crate::store::{ApiError, DeleteOptions, Store, Sub, WriteOptions, meta};
 
 /// `198.19.0.<10+i>` for node i: in the benchmarking range 198.18.0.0/15 (RFC 2544) the
 /// project's test traffic may use; the sim sends nothing there.
@@ -40,8 +43,11 @@ pub fn node_object(name: &str, ip: &str) -> Value {
     })
 }
 
-/// Node loss: the node turns NotReady (Unknown) and every unfinished pod on it is marked Failed
-/// with reason NodeLost (the kubelet is gone, so nothing else changes them).
+/// Node loss, as when its Node object is deleted: the node turns NotReady (Unknown) and no
+/// new pod lands there; pod GC then does what its `gcOrphaned` does for each pod bound to it
+/// (pkg/controller/podgc): an unfinished pod is marked Failed with the `DisruptionTarget`
+/// condition `DeletionByPodGC`, then every pod is deleted with grace 0 (the kubelet is gone;
+/// nobody else would end them). Here at once, without the controller's 40 s quarantine.
 pub fn lose_node(store: &Store, ctl: &Control, node: &str) {
     ctl.mark_lost(node);
     let internal = WriteOptions {
@@ -62,30 +68,26 @@ pub fn lose_node(store: &Store, ctl: &Control, node: &str) {
     };
     let (on_node, _) = store.list(&pods, None, |p| p["spec"]["nodeName"] == node);
     for pod in on_node {
-        if matches!(
+        let (ns, name) = (meta::namespace(&pod), meta::name(&pod));
+        let finished = matches!(
             pod["status"]["phase"].as_str(),
             Some("Succeeded" | "Failed")
-        ) {
-            continue;
-        }
-        let msg = format!(
-            "Node {node} which was running pod {} is unresponsive",
-            meta::name(&pod)
         );
-        let _ = store.write(
-            &pods,
-            meta::namespace(&pod),
-            meta::name(&pod),
-            &internal,
-            |cur| {
+        if !finished {
+            let _ = store.write(&pods, ns, name, &internal, |cur| {
                 let mut p = cur
                     .cloned()
-                    .ok_or_else(|| ApiError::not_found("", "pods", meta::name(&pod)))?;
+                    .ok_or_else(|| ApiError::not_found("", "pods", name))?;
                 p["status"]["phase"] = json!("Failed");
-                p["status"]["reason"] = json!("NodeLost");
-                p["status"]["message"] = json!(msg);
+                disruption::mark(&mut p["status"], disruption::POD_GC, Timestamp::now());
                 Ok(p)
-            },
-        );
+            });
+        }
+        let opts = DeleteOptions {
+            grace_seconds: Some(0),
+            precondition_uid: Some(meta::uid(&pod).to_string()),
+            ..Default::default()
+        };
+        let _ = store.delete(&pods, ns, name, &opts);
     }
 }

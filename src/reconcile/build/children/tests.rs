@@ -71,7 +71,7 @@ fn env_of<'a>(pod: &'a Pod, container: &str) -> Vec<(&'a str, &'a str)> {
 #[test]
 fn pod_metadata_names_labels_owner() {
     let j = job(DIST);
-    let p = pod(&j, ReplicaType::Ps, 1, None);
+    let p = pod(&j, ReplicaType::Ps, 1, None, &JobSettings::default());
     let m = &p.metadata;
     assert_eq!(m.name.as_deref(), Some("dist-ps-1"));
     assert_eq!(m.namespace.as_deref(), Some("ns1"));
@@ -110,7 +110,7 @@ fn pod_metadata_names_labels_owner() {
 fn job_role_on_chief_or_worker_zero() {
     let j = job(DIST);
     let role = |t, i| {
-        pod(&j, t, i, None)
+        pod(&j, t, i, None, &JobSettings::default())
             .metadata
             .labels
             .unwrap()
@@ -121,7 +121,7 @@ fn job_role_on_chief_or_worker_zero() {
     assert_eq!(role(ReplicaType::Worker, 1), None);
     let chief = job(&DIST.replace("    Worker:", "    Chief:\n      template: {spec: {containers: [{name: tensorflow, image: x}]}}\n    Worker:"));
     let role = |t, i| {
-        pod(&chief, t, i, None)
+        pod(&chief, t, i, None, &JobSettings::default())
             .metadata
             .labels
             .unwrap()
@@ -153,7 +153,7 @@ fn restart_policy_translation() {
             .get_mut(&ReplicaType::Ps)
             .unwrap()
             .restart_policy = policy;
-        let p = pod(&j, ReplicaType::Ps, 0, None);
+        let p = pod(&j, ReplicaType::Ps, 0, None, &JobSettings::default());
         assert_eq!(
             p.spec.unwrap().restart_policy.as_deref(),
             Some(want),
@@ -173,7 +173,13 @@ fn template_restart_policy_detection() {
 #[test]
 fn tf_config_replaces_user_value_in_tensorflow_container_only() {
     let j = job(DIST);
-    let p = pod(&j, ReplicaType::Ps, 0, Some("example.org"));
+    let p = pod(
+        &j,
+        ReplicaType::Ps,
+        0,
+        Some("example.org"),
+        &JobSettings::default(),
+    );
     let env = env_of(&p, "tensorflow");
     assert_eq!(env.len(), 2, "{env:?}");
     assert_eq!(env[0], ("A", "1"));
@@ -198,14 +204,26 @@ fn non_distributed_job_gets_no_tf_config() {
     let single = job(
         "metadata: {name: one}\nspec:\n  tfReplicaSpecs:\n    Worker:\n      template:\n        spec:\n          containers: [{name: tensorflow, image: x}]\n",
     );
-    let p = pod(&single, ReplicaType::Worker, 0, None);
+    let p = pod(
+        &single,
+        ReplicaType::Worker,
+        0,
+        None,
+        &JobSettings::default(),
+    );
     assert!(env_of(&p, "tensorflow").is_empty());
     assert_eq!(p.metadata.namespace.as_deref(), Some("default"));
 }
 
 #[test]
 fn tensorflow_port_defaulted_on_pod() {
-    let p = pod(&job(DIST), ReplicaType::Worker, 0, None);
+    let p = pod(
+        &job(DIST),
+        ReplicaType::Worker,
+        0,
+        None,
+        &JobSettings::default(),
+    );
     let c = &p.spec.unwrap().containers[0];
     let ports: Vec<_> = c
         .ports
@@ -260,9 +278,16 @@ fn children_are_byte_identical_across_calls_and_key_orders() {
     let (a, b) = (job(DIST), job(&reordered));
     for t in [ReplicaType::Ps, ReplicaType::Worker] {
         for i in 0..2 {
-            let first = serde_json::to_string(&pod(&a, t, i, None)).unwrap();
-            assert_eq!(first, serde_json::to_string(&pod(&a, t, i, None)).unwrap());
-            assert_eq!(first, serde_json::to_string(&pod(&b, t, i, None)).unwrap());
+            let first =
+                serde_json::to_string(&pod(&a, t, i, None, &JobSettings::default())).unwrap();
+            assert_eq!(
+                first,
+                serde_json::to_string(&pod(&a, t, i, None, &JobSettings::default())).unwrap()
+            );
+            assert_eq!(
+                first,
+                serde_json::to_string(&pod(&b, t, i, None, &JobSettings::default())).unwrap()
+            );
             let svc = serde_json::to_string(&service(&a, t, i)).unwrap();
             assert_eq!(svc, serde_json::to_string(&service(&b, t, i)).unwrap());
         }

@@ -91,7 +91,7 @@ mod tests {
     }
 
     fn decorated(job: &TFJob, gang: &Gang) -> Pod {
-        let mut pod = children::pod(job, ReplicaType::Worker, 1, None);
+        let mut pod = children::pod(job, ReplicaType::Worker, 1, None, &Default::default());
         decorate(&mut pod, gang, job, ReplicaType::Worker);
         pod
     }

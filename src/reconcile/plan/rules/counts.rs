@@ -23,10 +23,14 @@ use crate::reconcile::plan::view::JobView;
 /// The durable restart counts of a job and their bookkeeping, as kept in its status.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RestartBook {
-    /// `replicaStatuses[T].restarts`, for the types that have one.
+    /// `replicaStatuses[T].restarts`, for the types that have one: charged restarts.
     pub restarts: BTreeMap<ReplicaType, i32>,
     /// `replicaStatuses[T].podRestarts`: kubelet restarts already in `restarts`, by pod uid.
     pub counted: BTreeMap<ReplicaType, BTreeMap<String, i32>>,
+    /// `replicaStatuses[T].unchargedRestarts`: restarts not charged.
+    pub uncharged: BTreeMap<ReplicaType, i32>,
+    /// `replicaStatuses[T].disruptedPods`: disrupted pods whose restart is counted already.
+    pub disrupted: BTreeMap<ReplicaType, BTreeSet<String>>,
 }
 
 impl RestartBook {
@@ -42,11 +46,40 @@ impl RestartBook {
                 .filter(|(_, s)| !s.pod_restarts.is_empty())
                 .map(|(t, s)| (*t, s.pod_restarts.clone()))
                 .collect(),
+            uncharged: statuses
+                .iter()
+                .filter_map(|(t, s)| s.uncharged_restarts.map(|r| (*t, r)))
+                .collect(),
+            disrupted: statuses
+                .iter()
+                .filter(|(_, s)| !s.disrupted_pods.is_empty())
+                .map(|(t, s)| (*t, s.disrupted_pods.iter().cloned().collect()))
+                .collect(),
         }
     }
 
+    /// Whether the restart of this disrupted pod (of type `t`) is counted already.
+    pub fn disruption_counted(&self, t: ReplicaType, uid: Option<&str>) -> bool {
+        uid.is_some_and(|uid| self.disrupted.get(&t).is_some_and(|s| s.contains(uid)))
+    }
+
+    /// Counts one restart of a type-`t` replica, charged or not.
+    pub fn count(&mut self, t: ReplicaType, charged: bool) {
+        let counts = match charged {
+            true => &mut self.restarts,
+            false => &mut self.uncharged,
+        };
+        let count = counts.entry(t).or_default();
+        *count = count.saturating_add(1);
+    }
+
+    /// The charged restarts of the job: what its restart budget is spent on.
+    pub fn charged(&self) -> i64 {
+        self.restarts.values().map(|&c| i64::from(c)).sum()
+    }
+
     /// Adds the kubelet restarts of the observed pods not counted yet, and forgets the pods
-    /// no longer observed. Pods without uid cannot be tracked and are not counted.
+    /// no longer observed (their kubelet restarts, their disruptions). Pods without uid cannot be tracked and are not counted.
     pub fn with_kubelet_restarts(mut self, children: &Replicas) -> Self {
         let observed: BTreeSet<(ReplicaType, &str)> = children
             .pods
@@ -57,6 +90,10 @@ impl RestartBook {
             per_pod.retain(|uid, _| observed.contains(&(*t, uid.as_str())));
         }
         self.counted.retain(|_, per_pod| !per_pod.is_empty());
+        for (t, uids) in &mut self.disrupted {
+            uids.retain(|uid| observed.contains(&(*t, uid.as_str())));
+        }
+        self.disrupted.retain(|_, uids| !uids.is_empty());
         for (&(t, _), pod) in &children.pods {
             let Some(uid) = pod.uid.as_ref().filter(|_| !pod.terminating) else {
                 continue;
@@ -111,6 +148,12 @@ pub fn replica_statuses(
                 failed: positive(failed),
                 restarts: book.restarts.get(&t).copied(),
                 pod_restarts: book.counted.get(&t).cloned().unwrap_or_default(),
+                uncharged_restarts: book.uncharged.get(&t).copied(),
+                disrupted_pods: book
+                    .disrupted
+                    .get(&t)
+                    .map(|s| s.iter().cloned().collect())
+                    .unwrap_or_default(),
                 selector: Some(selector_string(view.name, t)),
                 completed_indexes: (!completed.is_empty()).then(|| format_indexes(completed)),
             };
@@ -189,6 +232,7 @@ mod tests {
                     .map(|n| (Worker, BTreeMap::from([(w0.to_string(), n)])))
                     .into_iter()
                     .collect(),
+                ..RestartBook::default()
             };
             let got = book.with_kubelet_restarts(&children);
             assert_eq!(got.restarts.get(&Worker).copied(), after, "{name}");

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use crate::crd::{
     CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
-    ReplicaStatus, ReplicaType, RestartPolicy, SuccessPolicy, TFJobStatus,
+    ReplicaStatus, ReplicaType, RestartPolicy,
 };
-use crate::reconcile::plan::conditions::{self, Change, Wanted};
+use crate::reconcile::plan::conditions::{Change, Wanted};
 use crate::reconcile::plan::model::{Deletion, EventNote};
-use crate::reconcile::plan::replicas::{Phase, Replicas};
+use crate::reconcile::plan::replicas::Replicas;
 use crate::reconcile::plan::view::JobView;
 
 /// Why a job failed.
@@ -33,6 +33,11 @@ pub enum Cause {
     JobRestarts {
         limit: i32,
         setting: &'static str,
+        fault: String,
+    },
+    /// A failure rule's `FailJob` matched a type-`t` replica's failure, told in `fault`.
+    Rule {
+        t: ReplicaType,
         fault: String,
     },
     /// The spec can never run; the message lists every problem.
@@ -83,6 +88,9 @@ impl Verdict {
                 "{} ({setting}: {limit} whole-job restarts); the last fault: {fault}",
                 backoff_message(name)
             ),
+            Verdict::Failed(Cause::Rule { t, fault }) => {
+                format!("TFJob {ns}/{name} has failed because {t} replica(s) failed: {fault}")
+            }
             Verdict::Failed(Cause::Validation(errors)) => errors.clone(),
         }
     }
@@ -101,40 +109,6 @@ fn startup_message(name: &str, seconds: i64) -> String {
         "Job {name} has failed because not every replica was running within {seconds} s of its \
          (re)start (tfjob-operator.dev/startup-deadline-seconds)"
     )
-}
-
-/// Contract §7.3: the chief/master pod Succeeded; without one, worker 0 Succeeded with
-/// exit code 0 (a Succeeded phase already implies it; a missing container status is not
-/// held against the pod), or under AllWorkers every worker Succeeded. A pod that is being
-/// deleted still counts: it did succeed.
-pub fn succeeded(view: &JobView<'_>, children: &Replicas) -> bool {
-    let done = |key| {
-        children
-            .pods
-            .get(&key)
-            .is_some_and(|p| p.phase == Phase::Succeeded)
-    };
-    let chief = view
-        .replicas()
-        .find(|(t, _)| t.is_chief())
-        .filter(|(_, n)| *n > 0);
-    if let Some((t, _)) = chief {
-        return done((t, 0));
-    }
-    let workers = view
-        .replicas()
-        .find(|(t, _)| *t == ReplicaType::Worker)
-        .map_or(0, |(_, n)| n);
-    if workers == 0 {
-        return false;
-    }
-    match view.spec.success_policy.unwrap_or_default() {
-        SuccessPolicy::AllWorkers => (0..workers).all(|i| done((ReplicaType::Worker, i))),
-        SuccessPolicy::Default => {
-            let worker0 = children.pods.get(&(ReplicaType::Worker, 0));
-            done((ReplicaType::Worker, 0)) && worker0.is_some_and(|p| p.exit_code.unwrap_or(0) == 0)
-        }
-    }
 }
 
 /// The conditions that make the job terminal: Running/Restarting (if True) turn False with
@@ -173,34 +147,16 @@ pub fn settle_counts(
 
 /// Pods and services a finished job deletes (docs/behaviour.md §6.3): All → every one; Running →
 /// pods still Pending/Running (or Unknown) and the services of every replica without a
-/// finished pod, keeping finished pods, their logs and their services; None → nothing. Failing
-/// on the deadline or the backoff limit also deletes the unfinished pods (and those services)
-/// whatever the policy: they would run on for nothing. Objects already going away are left to
-/// finish. Services are decided on their own, not only beside their pod, so a service whose
-/// pod went first (a pass cut short between the two deletes) is still cleaned up.
-pub fn cleanup(
-    view: &JobView<'_>,
-    status: &TFJobStatus,
-    children: &Replicas,
-) -> (Vec<Deletion>, Vec<Deletion>) {
+/// finished pod, keeping finished pods, their logs and their services; None → nothing, however
+/// the job ended (the backoff limit and the deadlines included, as Kubeflow v1.9.4 does: the
+/// pods stay for debugging). Objects already going away are left to finish. Services are
+/// decided on their own, not only beside their pod, so a service whose pod went first (a pass
+/// cut short between the two deletes) is still cleaned up.
+pub fn cleanup(view: &JobView<'_>, children: &Replicas) -> (Vec<Deletion>, Vec<Deletion>) {
     let policy = view.run_policy().clean_pod_policy.unwrap_or_default();
-    // Deadline and backoff failures share TFJobFailed with replica failures; only the
-    // message tells them apart, and it is fixed for a given job name.
-    let failed_message = conditions::find(&status.conditions, ConditionType::Failed)
-        .filter(|c| c.status == crate::crd::ConditionStatus::True)
-        .and_then(|c| c.message.clone());
-    let forced = failed_message.is_some_and(|m| {
-        m.starts_with(&backoff_message(view.name))
-            || m == deadline_message(view.name)
-            || view
-                .recovery
-                .startup_deadline_seconds
-                .is_some_and(|s| m.starts_with(&startup_message(view.name, s)))
-    });
     let unfinished_only = match policy {
         CleanPodPolicy::All => false,
         CleanPodPolicy::Running => true,
-        CleanPodPolicy::None if forced => true,
         CleanPodPolicy::None => return (Vec::new(), Vec::new()),
     };
     let finished = |key| {

@@ -4,10 +4,10 @@
 pub mod counts;
 pub mod finish;
 pub mod gang;
-pub mod job_restart;
 pub mod progress;
 pub mod restarts;
 pub mod scale;
+pub mod success;
 pub mod suspend;
 pub mod timers;
 pub mod unreadable;

@@ -6,8 +6,6 @@ use crate::reconcile::build::children as build;
 use crate::reconcile::plan::conditions::{Change, Wanted};
 use crate::reconcile::plan::model::{Deletion, EventNote};
 use crate::reconcile::plan::replicas::{Phase, Replicas};
-use crate::reconcile::plan::rules::job_restart::Fault;
-use crate::reconcile::plan::rules::restarts::Restart;
 use crate::reconcile::plan::view::JobView;
 
 /// Event reason: a template's own restartPolicy is overridden (once per job).
@@ -32,12 +30,11 @@ pub fn created(view: &JobView<'_>) -> Change<'static> {
     change.announcing(EventNote::warning(REASON_SET_RESTART_POLICY, message))
 }
 
-/// Restarting=True when this pass restarts replicas, naming the first restarted type in
+/// Restarting=True when this pass restarts replicas, naming the first restarted type `t` in
 /// Kubeflow's wording (which dashboards match on). A pod deleted from outside is a restart
 /// too: marking it Restarting is what keeps a recreate that keeps failing (e.g. quota) from
 /// being counted again on every pass. The TFJobRestarting event comes with the flip.
-pub fn restarting(view: &JobView<'_>, restarts: &[Restart]) -> Option<Change<'static>> {
-    let t = restarts.first()?.key.0;
+pub fn restarting(view: &JobView<'_>, t: ReplicaType) -> Change<'static> {
     let message = format!(
         "job {} is restarting because {t} replica(s) failed.",
         view.name
@@ -48,23 +45,22 @@ pub fn restarting(view: &JobView<'_>, restarts: &[Restart]) -> Option<Change<'st
         REASON_RESTARTING,
         message.clone(),
     );
-    Some(Change::to(wanted).announcing(EventNote::warning(REASON_RESTARTING, message)))
+    Change::to(wanted).announcing(EventNote::warning(REASON_RESTARTING, message))
 }
 
-/// The Restarting message and event of a whole-job restart: Kubeflow's words first (which
-/// dashboards match on), then the attempt and the fault that caused it.
+/// The Restarting message (and event) of a whole-job restart: Kubeflow's words first (which
+/// dashboards match on), then the attempt and the fault that caused it, of type `t`.
 pub fn restarting_whole_job(
     view: &JobView<'_>,
     attempt: i32,
-    fault: &Fault,
-) -> (String, EventNote) {
-    let message = format!(
-        "job {} is restarting because {} replica(s) failed: every pod restarts as attempt \
-         {attempt}; {}",
-        view.name, fault.t, fault.words
-    );
-    let event = EventNote::warning(REASON_RESTARTING, message.clone());
-    (message, event)
+    t: ReplicaType,
+    words: &str,
+) -> String {
+    format!(
+        "job {} is restarting because {t} replica(s) failed: every pod restarts as attempt \
+         {attempt}; {words}",
+        view.name
+    )
 }
 
 /// The first replica (in type and index order) whose pod cannot start, as the `Stuck`

@@ -23,7 +23,13 @@ pub fn missing(view: &JobView<'_>, children: &Replicas) -> (Vec<Pod>, Vec<Servic
     for (t, i) in unfinished {
         let name = child_name(view.name, t, i);
         if !children.pods.contains_key(&(t, i)) && !children.foreign_pods.contains(&name) {
-            pods.push(build::pod(view.job, t, i, view.cluster_domain));
+            pods.push(build::pod(
+                view.job,
+                t,
+                i,
+                view.cluster_domain,
+                &view.settings,
+            ));
         }
         if !children.services.contains_key(&(t, i)) && !children.foreign_services.contains(&name) {
             services.push(build::service(view.job, t, i));

@@ -10,7 +10,7 @@ fn cases() -> Vec<Case> {
             let (j, pods) = running_job(&[(Ps, 1, Never), (Worker, 2, policy)], special);
             let j = with_policy(j, |r| {
                 r.backoff_limit = Some(limit);
-                r.clean_pod_policy = Some(CleanPodPolicy::None);
+                r.clean_pod_policy = Some(CleanPodPolicy::Running);
             });
             let j = if recorded > 0 {
                 with_restarts(j, Worker, recorded)
@@ -34,7 +34,7 @@ fn cases() -> Vec<Case> {
                 last_message: Some(backoff.clone()),
                 events: Some(vec!["TFJobFailed"]),
                 create_pods: Some(vec![]),
-                // Unfinished pods go whatever the clean policy (None here).
+                // The concluding pass deletes nothing; the next one cleans up by policy.
                 delete_pods: Some(vec![]),
                 cleanup_pods: Some(names("j", deleted)),
                 delete_services: Some(vec![]),

@@ -105,7 +105,7 @@ fn validation_message(j: &TFJob) -> String {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("; "),
-        Ok(()) => j
+        Ok(_) => j
             .spec
             .tf_replica_specs
             .rejected_keys

@@ -6,6 +6,9 @@
 pub mod support;
 
 mod backoff;
+mod budget;
+mod disruptions;
+mod evaluator;
 mod exit_codes;
 mod failure;
 mod finished;
@@ -13,6 +16,7 @@ mod first_pass;
 mod gating;
 mod kubelet_restarts;
 mod kueue;
+mod rules;
 mod running;
 mod scale;
 mod startup;
@@ -27,6 +31,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
+use crate::crd::TFJobStatus;
 use crate::crd::{
     CleanPodPolicy, ConditionStatus, ReplicaStatus, ReplicaType, RestartPolicy, RunPolicy,
     SuccessPolicy,
@@ -45,6 +50,8 @@ struct Case {
     job: TFJob,
     pods: Vec<Pod>,
     services: Vec<Service>,
+    /// The last state of pods a disruption deleted (`Observed::departed`).
+    departed: Vec<Pod>,
     now: Timestamp,
     expect: Expect,
 }
@@ -95,6 +102,8 @@ struct Expect {
     completed: Vec<(ReplicaType, Option<&'static str>)>,
     /// Any further check of the plan.
     extra: Option<fn(&Plan)>,
+    /// The plan's status is the job's stored status, unchanged.
+    status_kept: bool,
     completion_time: Option<Option<Timestamp>>,
 }
 
@@ -111,6 +120,7 @@ fn case(
         job,
         pods,
         services,
+        departed: Vec::new(),
         now,
         expect,
     }
@@ -200,6 +210,7 @@ fn run_case(c: &Case) -> Plan {
     let observed = Observed {
         pods: c.pods.clone(),
         services: c.services.clone(),
+        departed: c.departed.clone(),
         ..Observed::default()
     };
     plan_job(&c.job, &observed, c.now, &Settings::default())
@@ -320,6 +331,9 @@ fn check(c: &Case) {
     if let Some(extra) = e.extra {
         extra(&p);
     }
+    if e.status_kept {
+        assert_eq!(p.status, c.job.status, "{n}: the stored status");
+    }
     if e.cleanup_pods.is_some() || e.cleanup_services.is_some() || e.cleanup_job {
         let next = run_case(&applied(c, &p));
         if let Some(w) = &e.cleanup_pods {
@@ -368,6 +382,7 @@ fn applied(c: &Case, p: &Plan) -> Case {
         job,
         pods,
         services,
+        departed: c.departed.clone(),
         now: c.now,
         expect: Expect::default(),
     }
@@ -539,7 +554,7 @@ fn running_job(
         None,
     );
     let mut pods = special;
-    for (t, i) in JobView::new(&j, at(0), &Settings::default()).keys() {
+    for (t, i) in JobView::new(&j, at(0), &Settings::default(), Default::default()).keys() {
         if !taken.pods.contains_key(&(t, i)) {
             pods.push(pod(&j, t, i).running().build());
         }

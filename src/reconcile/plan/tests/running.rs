@@ -22,7 +22,8 @@ fn cases() -> Vec<Case> {
             },
             None,
         );
-        let view_keys: Vec<_> = JobView::new(j, at(0), &Settings::default()).keys();
+        let view_keys: Vec<_> =
+            JobView::new(j, at(0), &Settings::default(), Default::default()).keys();
         let mut pods = pods;
         for (t, i) in view_keys {
             if !c.pods.contains_key(&(t, i)) {

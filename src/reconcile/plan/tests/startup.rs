@@ -2,7 +2,7 @@
 //! and `tfjob-operator.dev/startup-deadline-seconds` ends the wait.
 
 use super::*;
-use crate::crd::recovery::{RESTART_SCOPE, STARTUP_DEADLINE_SECONDS};
+use crate::crd::settings::{RESTART_SCOPE, STARTUP_DEADLINE_SECONDS};
 
 scenario_group!(cases);
 

@@ -14,7 +14,7 @@ use crate::crd::labels::{
 };
 use serde_json::{Value, json};
 
-use crate::crd::recovery::LABEL_RESTART_ATTEMPT;
+use crate::crd::labels::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob, TFJobSpec};
 use crate::reconcile::build::gang::Gang;
 
@@ -237,6 +237,27 @@ impl PodBuilder {
             ..Default::default()
         });
         self.phase("Pending")
+    }
+
+    /// A disruption ends it: its `DisruptionTarget` condition, True, with `reason`
+    /// (`EvictionByEvictionAPI`, `TerminationByKubelet`, ...).
+    pub fn disrupted(mut self, reason: &str) -> Self {
+        let conditions = self.status().conditions.get_or_insert_with(Vec::new);
+        conditions.push(PodCondition {
+            type_: "DisruptionTarget".into(),
+            status: "True".into(),
+            reason: Some(reason.into()),
+            ..Default::default()
+        });
+        self
+    }
+
+    /// The `tensorflow` container's current run ended at `at(secs)`.
+    pub fn finished(mut self, secs: i64) -> Self {
+        if let Some(t) = self.tf().state.as_mut().and_then(|s| s.terminated.as_mut()) {
+            t.finished_at = Some(Time(at(secs)));
+        }
+        self
     }
 
     /// Pending, not scheduled: the scheduler's `message`.

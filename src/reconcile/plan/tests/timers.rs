@@ -9,7 +9,7 @@ fn cases() -> Vec<Case> {
         let (j, pods) = running_job(&[(Worker, 1, Never)], |_| vec![]);
         let mut j = with_policy(j, |r| {
             r.active_deadline_seconds = Some(100);
-            r.clean_pod_policy = Some(CleanPodPolicy::None);
+            r.clean_pod_policy = Some(CleanPodPolicy::Running);
             r.suspend = Some(suspended);
         });
         if suspended {
@@ -39,7 +39,7 @@ fn cases() -> Vec<Case> {
     );
     let (j, p, now) = deadline(100, false);
     let reached = case(
-        "deadline reached: failed, unfinished pods deleted whatever the policy",
+        "deadline reached: failed, then the running pods go (cleanPodPolicy Running)",
         j,
         p,
         now,

@@ -2,7 +2,7 @@
 //! pod, as the next attempt, once the old ones are gone and the backoff delay is over.
 
 use super::*;
-use crate::crd::recovery::{MAX_JOB_RESTARTS, RESTART_ON, RESTART_SCOPE};
+use crate::crd::settings::{MAX_JOB_RESTARTS, RESTART_ON, RESTART_SCOPE};
 
 scenario_group!(cases);
 
@@ -34,7 +34,7 @@ fn restarted(
     s.replica_statuses.entry(Worker).or_default().restarts = Some(attempt);
     let j = annotated(with_status(job("j", specs), s), &[WHOLE]);
     let pods = pods(&j);
-    let services = JobView::new(&j, at(0), &Settings::default())
+    let services = JobView::new(&j, at(0), &Settings::default(), Default::default())
         .keys()
         .into_iter()
         .map(|(t, i)| service(&j, t, i))
@@ -140,19 +140,26 @@ fn cases() -> Vec<Case> {
         vec![pod(j, Worker, 1).failed(None).reason("Evicted").build()]
     });
     let evicted = case(
-        "an evicted pod restarts the job, even under Never",
+        "an evicted pod restarts the job, even under Never, and is not charged",
         j,
         pods,
         at(9),
         Expect {
-            last_message: Some(restart_message("pod j-worker-1 failed (Evicted)")),
+            last_message: Some(restart_message(
+                "pod j-worker-1 failed (Evicted): a disruption, not charged",
+            )),
             restart_attempt: Some(Some(1)),
+            restarts: vec![(Worker, None)],
+            extra: Some(|p: &Plan| {
+                let s = p.status.as_ref().unwrap();
+                assert_eq!(s.replica_statuses[&Worker].uncharged_restarts, Some(1));
+            }),
             ..Default::default()
         },
     );
     let (j, mut pods) = whole_job(&PW, &[], |_| vec![]);
     pods.retain(|p| p.metadata.name.as_deref() != Some("j-worker-1"));
-    let services = JobView::new(&j, at(0), &Settings::default())
+    let services = JobView::new(&j, at(0), &Settings::default(), Default::default())
         .keys()
         .into_iter()
         .map(|(t, i)| service(&j, t, i))

@@ -243,6 +243,7 @@ mod tests {
             crate::crd::ReplicaType::Worker,
             3,
             None,
+            &Default::default(),
         )];
         let mut foreign = group("Running");
         if let Some(g) = foreign.group.as_mut() {

@@ -1,16 +1,31 @@
-//! Prometheus metrics (docs/behaviour.md §9): Kubeflow's job counters plus reconcile counts, errors and
-//! durations. Labels are low-cardinality: namespace and framework, never object names.
+//! Prometheus metrics (docs/metrics.md, docs/behaviour.md §9): Kubeflow's job counters; the
+//! health metrics of controller-runtime, client-go's work queue and API client, leader
+//! election and the process, under their names (`controller`, `queue`, `rest`, `process`);
+//! TFJobs by state (`jobs`); our own reconcile counts. Labels are low-cardinality: never
+//! object names. No I/O but `process` reading /proc at each scrape.
+
+pub mod controller;
+pub mod jobs;
+pub mod process;
+pub mod queue;
+pub mod rest;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::crd::{ConditionStatus, ConditionType, TFJobStatus};
+use controller::{CONTROLLER, ControllerMetrics};
+use jobs::{JobMetrics, NamespaceLabels};
+use queue::WorkQueue;
+use rest::RestMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct JobLabels {
@@ -28,6 +43,25 @@ pub struct WatchLabels {
     pub resource: &'static str,
 }
 
+/// client-go's label of a leader election: the Lease's name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeaseLabels {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: &'static str,
+    pub git_commit: &'static str,
+}
+
+/// The commit the binary was built from: `TFJOB_OPERATOR_GIT_COMMIT` in the build's
+/// environment (a release build sets it), else `unknown`.
+const GIT_COMMIT: &str = match option_env!("TFJOB_OPERATOR_GIT_COMMIT") {
+    Some(commit) => commit,
+    None => "unknown",
+};
+
 /// Every metric the operator exports.
 #[derive(Clone)]
 pub struct Metrics {
@@ -41,6 +75,12 @@ pub struct Metrics {
     pub reconcile_duration: Histogram,
     /// Full lists of a watched resource: one at start, then one per lost watch history (410).
     pub watch_lists: Family<WatchLabels, Counter>,
+    pub controller: ControllerMetrics,
+    pub queue: WorkQueue,
+    pub rest: RestMetrics,
+    pub jobs: JobMetrics,
+    /// client-go's `leader_election_master_status`: 1 while this replica holds the Lease.
+    pub leader: Family<LeaseLabels, Gauge>,
     registry: Arc<Registry>,
 }
 
@@ -103,7 +143,31 @@ impl Default for Metrics {
             "Full lists of a watched resource (the first, then one per lost watch history)",
             watch_lists.clone(),
         );
+        let leader = Family::<LeaseLabels, Gauge>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
+            leader.clone(),
+        );
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                git_commit: GIT_COMMIT,
+            })
+            .set(1);
+        registry.register(
+            "tfjob_operator_build_info",
+            "The operator's version and commit, as labels; always 1",
+            build,
+        );
+        registry.register_collector(Box::new(process::ProcessCollector));
         Self {
+            controller: ControllerMetrics::register(&mut registry),
+            queue: WorkQueue::register(&mut registry, CONTROLLER),
+            rest: RestMetrics::register(&mut registry),
+            jobs: JobMetrics::register(&mut registry),
+            leader,
             jobs_created,
             jobs_successful,
             jobs_failed,
@@ -126,8 +190,25 @@ impl Metrics {
         }
     }
 
-    /// Kubeflow's job counters, bumped when a condition turns True.
-    pub fn count_transitions(&self, namespace: &str, old: Option<&TFJobStatus>, new: &TFJobStatus) {
+    /// What a status write records: Kubeflow's job counters, bumped when a condition turns
+    /// True; the time to the first `Running`; whole-job restarts.
+    pub fn count_transitions(
+        &self,
+        namespace: &str,
+        created: Option<Timestamp>,
+        old: Option<&TFJobStatus>,
+        new: &TFJobStatus,
+    ) {
+        let ns = NamespaceLabels {
+            job_namespace: namespace.to_string(),
+        };
+        if let Some(took) = jobs::first_running(created, old, new) {
+            self.jobs.time_to_running.get_or_create(&ns).observe(took);
+        }
+        let restarts = jobs::restarts(old, new);
+        if restarts > 0 {
+            self.jobs.restarts.get_or_create(&ns).inc_by(restarts);
+        }
         let is_true = |s: Option<&TFJobStatus>, t: ConditionType| {
             s.is_some_and(|s| {
                 s.conditions

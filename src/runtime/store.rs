@@ -1,0 +1,361 @@
+//! A watch's children, filed by the job whose name they carry, and the children this
+//! controller has just created, held until the watch has shown them or shown that they are
+//! gone. In memory only, fed by watch events and by the controller's own creates; no I/O.
+//!
+//! Ours rather than kube-runtime's reflector `Store`, which keeps every object in one flat
+//! map: a pass would scan (and copy) every pod of the scope to find its own.
+//!
+//! Creates are written through (`created`): the next pass sees a child before the watch shows
+//! it (planning without it would create it twice, or take it for a child that vanished). Such
+//! an *assumed* child stays until the watch settles it, whether or not the watch was up
+//! meanwhile:
+//! - an event about the same object (same uid): the watch has it now;
+//! - an event of a later resourceVersion that did not show it first (resourceVersions of one
+//!   resource are comparable, KEP-5504): it was deleted before the watch could tell, so it
+//!   goes and is reported gone, which wakes its job;
+//! - a re-list requested after the create that does not list it: gone likewise (the tracker
+//!   reports it, as it was in the cache when the re-list began; the child watches list with
+//!   kube's default `MostRecent`, a consistent read, never an older cached list). A re-list
+//!   already under way when the create answered may predate it, so the child is carried over
+//!   (the events after that list will show it) unless the list holds a later resourceVersion;
+//! - `ASSUMED_TTL` without a word from the watch.
+//!
+//! Before this, the controller laid its creates over the cache until the cache held their
+//! names: a child created and deleted while its watch was down never showed, so it was
+//! planned on for a minute and its job, never woken, recreated nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kube::runtime::watcher::Event;
+use tokio::time::Instant;
+
+use crate::crd::labels::LABEL_JOB_NAME;
+
+/// How long a created child is assumed without any word of it from the watch.
+pub const ASSUMED_TTL: Duration = Duration::from_secs(60);
+
+/// (namespace, job name): the children of one job.
+type JobKey = (String, String);
+/// (namespace, name): one child.
+type Place = (String, String);
+type Buckets<K> = HashMap<JobKey, BTreeMap<String, Arc<K>>>;
+
+/// A watch's objects, grouped by the job whose name they carry, so a pass reads its own
+/// children without going through everybody's. Fed by the watch's events (`update`) and the
+/// controller's creates (`created`); read by passes. Objects without a job label are kept
+/// under the empty job name.
+pub struct ChildCache<K> {
+    state: Arc<RwLock<State<K>>>,
+}
+
+impl<K> Clone for ChildCache<K> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+        }
+    }
+}
+
+struct State<K> {
+    current: Filing<K>,
+    /// A (re-)list under way: what it listed so far, in place of `current` at its end (the
+    /// old content serves reads until then, as in kube's reflector).
+    listing: Option<Filing<K>>,
+    /// The newest resourceVersion the list under way has shown.
+    listed_version: Option<u64>,
+    /// How many (re-)lists have begun.
+    lists: u64,
+    /// Children this controller created that the watch has not settled yet.
+    assumed: HashMap<Place, Assumed>,
+}
+
+/// A child created by this controller, as the create's answer had it.
+struct Assumed {
+    uid: Option<String>,
+    version: Option<u64>,
+    /// `State::lists` when it was created: a re-list numbered above began after it.
+    lists: u64,
+    at: Instant,
+}
+
+/// Objects filed by job.
+struct Filing<K> {
+    by_job: Buckets<K>,
+    /// Where each object is filed, by (namespace, name): its job, so an object whose job
+    /// label changed leaves its old place.
+    filed: HashMap<Place, String>,
+}
+
+impl<K> Default for Filing<K> {
+    fn default() -> Self {
+        Self {
+            by_job: HashMap::new(),
+            filed: HashMap::new(),
+        }
+    }
+}
+
+impl<K> Default for ChildCache<K> {
+    fn default() -> Self {
+        Self {
+            state: Arc::new(RwLock::new(State {
+                current: Filing::default(),
+                listing: None,
+                listed_version: None,
+                lists: 0,
+                assumed: HashMap::new(),
+            })),
+        }
+    }
+}
+
+/// ((namespace, name), job name) of a child.
+fn place<K: Resource>(obj: &K) -> (Place, String) {
+    let meta = obj.meta();
+    let ns = meta.namespace.clone().unwrap_or_default();
+    let name = meta.name.clone().unwrap_or_default();
+    let job = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_JOB_NAME))
+        .cloned()
+        .unwrap_or_default();
+    ((ns, name), job)
+}
+
+/// The resourceVersion as a number, when it is one (KEP-5504: digits, no leading zero).
+fn version(meta: &ObjectMeta) -> Option<u64> {
+    let rv = meta.resource_version.as_deref()?;
+    (!rv.starts_with('0')).then(|| rv.parse().ok()).flatten()
+}
+
+/// `a` is strictly older than `b` (false when either is not comparable).
+fn older(a: Option<u64>, b: Option<u64>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a < b)
+}
+
+impl<K: Resource> Filing<K> {
+    fn file(&mut self, obj: Arc<K>) {
+        let (at, job) = place(&*obj);
+        if let Some(old_job) = self.filed.get(&at)
+            && *old_job != job
+        {
+            let old_job = old_job.clone();
+            self.unfile(&at, &old_job);
+        }
+        self.filed.insert(at.clone(), job.clone());
+        let (ns, name) = at;
+        self.by_job.entry((ns, job)).or_default().insert(name, obj);
+    }
+
+    fn get(&self, at: &Place) -> Option<&Arc<K>> {
+        let job = self.filed.get(at)?;
+        self.by_job.get(&(at.0.clone(), job.clone()))?.get(&at.1)
+    }
+
+    fn remove(&mut self, at: &Place) -> Option<Arc<K>> {
+        let job = self.filed.remove(at)?;
+        self.unfile(at, &job)
+    }
+
+    fn unfile(&mut self, (ns, name): &Place, job: &str) -> Option<Arc<K>> {
+        let key = (ns.clone(), job.to_string());
+        let bucket = self.by_job.get_mut(&key)?;
+        let removed = bucket.remove(name);
+        if bucket.is_empty() {
+            self.by_job.remove(&key);
+        }
+        removed
+    }
+}
+
+impl<K: Resource> State<K> {
+    /// Whether a watch event about `obj` is about an older object than the assumed child of
+    /// that name (an update or deletion queued in the watch when ours was created): it must
+    /// not replace ours. An event about our own child settles it.
+    fn predates_assumed(&mut self, at: &Place, obj: &K, deleted: bool) -> bool {
+        let Some(assumed) = self.assumed.get(at) else {
+            return false;
+        };
+        let meta = obj.meta();
+        if meta.uid.is_some() && meta.uid == assumed.uid {
+            self.assumed.remove(at);
+            return false;
+        }
+        let stale = match (version(meta), assumed.version) {
+            (Some(event), Some(ours)) => event < ours,
+            // Not comparable: a deletion of another uid is the old object's.
+            _ => deleted,
+        };
+        if !stale {
+            self.assumed.remove(at);
+        }
+        stale
+    }
+
+    /// Assumed children the watch has passed (`seen`) without showing, or kept past their
+    /// TTL: they are gone from the cache, and returned to be reported.
+    fn settle(&mut self, seen: Option<u64>, now: Instant) -> Vec<Arc<K>> {
+        let settled: Vec<Place> = self
+            .assumed
+            .iter()
+            .filter(|(_, a)| older(a.version, seen) || a.at + ASSUMED_TTL <= now)
+            .map(|(at, _)| at.clone())
+            .collect();
+        settled
+            .into_iter()
+            .filter_map(|at| {
+                self.assumed.remove(&at);
+                self.current.remove(&at)
+            })
+            .collect()
+    }
+
+    /// The end of a (re-)list: its content replaces the cache. Assumed children it lists are
+    /// settled; those it lacks are gone if the list began after their create (the tracker
+    /// reports them) or holds a later resourceVersion (returned to be reported), else carried
+    /// over.
+    fn list_done(&mut self) -> Vec<Arc<K>> {
+        let Some(mut listing) = self.listing.take() else {
+            return Vec::new();
+        };
+        let newest = self.listed_version.take();
+        let mut gone = Vec::new();
+        for (at, a) in std::mem::take(&mut self.assumed) {
+            let Some(ours) = self.current.get(&at).cloned() else {
+                continue;
+            };
+            let listed = listing
+                .get(&at)
+                .map(|o| (o.meta().uid.clone(), version(o.meta())));
+            // Created while this list was under way: the list may predate it.
+            let during = a.lists == self.lists;
+            let keep = match &listed {
+                Some((uid, v)) => *uid != a.uid && during && !older(a.version, *v),
+                None => during && !older(a.version, newest),
+            };
+            if keep {
+                listing.file(ours);
+                self.assumed.insert(at, a);
+            } else if listed.is_none() && during {
+                // Not in the tracker's snapshot of the cache at the list's start.
+                gone.push(ours);
+            }
+        }
+        self.current = listing;
+        gone
+    }
+}
+
+impl<K: Resource> ChildCache<K> {
+    fn read(&self) -> RwLockReadGuard<'_, State<K>> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that
+        // matters more than losing the cache; keep serving.
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State<K>> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies one watch event, received at `now`, as kube's reflector does to its store.
+    /// Returns the assumed children it showed to be gone without naming them (to be
+    /// reported as gone).
+    pub fn update(&self, event: &Event<K>, now: Instant) -> Vec<Arc<K>>
+    where
+        K: Clone,
+    {
+        let mut state = self.write();
+        match event {
+            Event::Apply(obj) | Event::Delete(obj) => {
+                let deleted = matches!(event, Event::Delete(_));
+                let (at, _) = place(obj);
+                if !state.predates_assumed(&at, obj, deleted) {
+                    match deleted {
+                        true => drop(state.current.remove(&at)),
+                        false => state.current.file(Arc::new(obj.clone())),
+                    }
+                }
+                state.settle(version(obj.meta()), now)
+            }
+            Event::Init => {
+                state.lists += 1;
+                state.listing = Some(Filing::default());
+                state.listed_version = None;
+                Vec::new()
+            }
+            Event::InitApply(obj) => {
+                let seen = version(obj.meta());
+                let state = &mut *state;
+                if let Some(listing) = &mut state.listing {
+                    listing.file(Arc::new(obj.clone()));
+                    state.listed_version = state.listed_version.max(seen);
+                }
+                Vec::new()
+            }
+            Event::InitDone => {
+                let mut gone = state.list_done();
+                gone.extend(state.settle(None, now));
+                gone
+            }
+        }
+    }
+
+    /// Files a child this controller created at `now`, as the API server answered the
+    /// create, unless the watch has shown it (or a newer object of its name) already.
+    pub fn created(&self, obj: K, now: Instant) {
+        let mut state = self.write();
+        let (at, _) = place(&obj);
+        let meta = obj.meta();
+        if let Some(seen) = state.current.get(&at) {
+            let seen = seen.meta();
+            if seen.uid == meta.uid || older(version(meta), version(seen)) {
+                return;
+            }
+        }
+        let assumed = Assumed {
+            uid: meta.uid.clone(),
+            version: version(meta),
+            lists: state.lists,
+            at: now,
+        };
+        state.assumed.insert(at, assumed);
+        state.current.file(Arc::new(obj));
+    }
+
+    /// The objects carrying job `job`'s name in `namespace`, by name.
+    pub fn of_job(&self, namespace: &str, job: &str) -> Vec<Arc<K>> {
+        self.read()
+            .current
+            .by_job
+            .get(&(namespace.to_string(), job.to_string()))
+            .map(|b| b.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every object (for the start of a re-list, to tell which ones it no longer has).
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.read()
+            .current
+            .by_job
+            .values()
+            .flat_map(|b| b.values().cloned())
+            .collect()
+    }
+
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.read().current.filed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests;
