@@ -1,6 +1,6 @@
 //! One scope's controller (a namespace, or all): the TFJob watch and this operator's pod,
-//! service and PodGroup watches, feeding kube-runtime's `Controller`, which runs the pass
-//! (`reconcile`) for each job they wake. I/O.
+//! service, PodGroup and (in the Kueue mode) Workload watches, feeding kube-runtime's
+//! `Controller`, which runs the pass (`reconcile`) for each job they wake. I/O.
 
 use std::sync::Arc;
 
@@ -14,6 +14,8 @@ use tokio::sync::watch;
 
 use crate::crd::cached::CachedJob;
 use crate::crd::labels::{LABEL_OPERATOR_NAME, OPERATOR_NAME};
+use crate::kueue::cache::WorkloadCache;
+use crate::kueue::janitor;
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
 use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::departed::Departed;
@@ -73,6 +75,18 @@ pub async fn run_scope(
             wake.clone(),
         )
     });
+    // The Kueue mode: the scope's Workloads (their changes wake their jobs) and the janitor
+    // that releases those of deleted jobs.
+    let kueue = shared.kueue.as_ref().map(|side| {
+        kueue_watches(
+            side,
+            namespace.as_deref(),
+            wake.clone(),
+            &jobs,
+            &mut watches,
+        )
+    });
+    let (workloads, orphans) = kueue.unzip();
     watches.spawn(
         owners_to_wake(pod_events, pods.clone(), pods_synced, lists("pods"))
             .map(Ok)
@@ -93,7 +107,10 @@ pub async fn run_scope(
         .reflect(job_writer);
     let memory = shared.clone();
     let jobs_applied = jobs_applied(job_events, jobs.clone(), move |uid| {
-        memory.memory.forget(uid)
+        memory.memory.forget(uid);
+        if let Some(orphans) = &orphans {
+            orphans(uid);
+        }
     });
     let (jobs_applied, woken) = counted(&shared, concurrency, &jobs, jobs_applied, woken);
     let queue = shared.metrics.queue.clone();
@@ -109,6 +126,7 @@ pub async fn run_scope(
         caches: caches.clone(),
         departed,
         podgroups,
+        workloads,
         turns: tokio::sync::Semaphore::new(usize::from(concurrency.max(1))),
     });
     // kube's controller starts a pass per triggered job (one at a time per job) and
@@ -142,6 +160,37 @@ pub async fn run_scope(
         _ = controller => {},
         _ = ready => {},
     }
+}
+
+/// Starts the Workload cache and the janitor of the Kueue mode (on `watches`, so they stop
+/// with the scope); returns the cache and what a deleted job's uid is handed to.
+fn kueue_watches(
+    side: &Arc<crate::kueue::KueueSide>,
+    namespace: Option<&str>,
+    wake: futures::channel::mpsc::UnboundedSender<kube::runtime::reflector::ObjectRef<CachedJob>>,
+    jobs: &reflector::Store<CachedJob>,
+    watches: &mut tokio::task::JoinSet<Result<(), futures::channel::mpsc::SendError>>,
+) -> (WorkloadCache, impl Fn(&str) + Send + 'static) {
+    let (orphans, keys) = futures::channel::mpsc::unbounded();
+    let cache = WorkloadCache::start(&side.client, namespace, wake, orphans.clone());
+    let janitor = janitor::run(
+        side.clone(),
+        cache.index().clone(),
+        jobs.clone(),
+        keys,
+        orphans.clone(),
+    );
+    watches.spawn(async move {
+        janitor.await;
+        Ok(())
+    });
+    let index = cache.index().clone();
+    let gone = move |uid: &str| {
+        for key in index.jobs_with_uid(uid) {
+            let _ = orphans.unbounded_send(key);
+        }
+    };
+    (cache, gone)
 }
 
 /// The scope's metrics start (at zero, as controller-runtime starts its series), and every

@@ -39,6 +39,15 @@ pub enum Error {
     CachesNotSynced,
     #[error("TFJob object has no {0}")]
     MissingMetadata(&'static str),
+    /// A write or read of the Kueue mode (docs/kueue.md) the API server refused.
+    #[error("{action} {name}: {}", api_words(.source))]
+    Kueue {
+        action: &'static str,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("the Workload cache is not synced yet")]
+    WorkloadsNotSynced,
     #[error("serializing {what}: {source}")]
     Serialize {
         what: &'static str,
@@ -83,7 +92,12 @@ impl Error {
     /// delete's precondition: the newer version is on its way through the watch).
     pub fn is_wait(&self) -> bool {
         match self {
-            Error::CachesNotSynced | Error::ChildChanged { .. } => true,
+            Error::CachesNotSynced | Error::ChildChanged { .. } | Error::WorkloadsNotSynced => true,
+            // A Kueue write on a resourceVersion that moved (Kueue writes Workloads too).
+            Error::Kueue {
+                source: kube::Error::Api(status),
+                ..
+            } => status.code == 409,
             Error::WriteStatus {
                 source: kube::Error::Api(status),
                 ..

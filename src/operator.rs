@@ -33,6 +33,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         ::http::header::USER_AGENT,
         ::http::HeaderValue::from_static(concat!("tfjob-operator/", env!("CARGO_PKG_VERSION"))),
     ));
+    // The Kueue side names itself apart in the audit log, as Kueue's own integration does.
+    let mut kueue_config = config.clone();
+    kueue_config
+        .headers
+        .retain(|(name, _)| name != ::http::header::USER_AGENT);
+    kueue_config.headers.push((
+        ::http::header::USER_AGENT,
+        ::http::HeaderValue::from_static(crate::kueue::USER_AGENT),
+    ));
     let probes = Probes::default();
     // Every request of the client counted as client-go counts them (`rest_client_*`).
     let counted = probes.metrics.rest.layer(&config.cluster_url);
@@ -40,14 +49,31 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         .context("building the Kubernetes client")?
         .with_layer(&counted)
         .build();
+    let kueue_client = ClientBuilder::try_from(kueue_config)
+        .context("building the Kubernetes client")?
+        .with_layer(&counted)
+        .build();
     serve_endpoints(&args, &probes).await?;
-    run_with(client, args, probes, shutdown_signal()).await
+    run_with_clients(client, kueue_client, args, probes, shutdown_signal()).await
 }
 
-/// Run with a given client until `shutdown` resolves (used by `run`, the demo and the tests).
-/// In-flight reconciles finish before this returns.
+/// Run with a given client until `shutdown` resolves (used by the demo and the tests; the
+/// Kueue mode's requests go through the same client). In-flight reconciles finish before this
+/// returns.
 pub async fn run_with(
     client: Client,
+    args: RunArgs,
+    probes: Probes,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    run_with_clients(client.clone(), client, args, probes, shutdown).await
+}
+
+/// Run with the TFJob controller's client and the Kueue mode's (`--kueue`) until `shutdown`
+/// resolves.
+pub async fn run_with_clients(
+    client: Client,
+    kueue_client: Client,
     args: RunArgs,
     probes: Probes,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -108,6 +134,19 @@ pub async fn run_with(
     if let Some(gang) = &settings.gang {
         tracing::info!(scheduler = gang.scheduler_name(), podgroups = %gang.crd_name(), "gang scheduling on");
     }
+    let kueue = args.kueue.then(|| {
+        tracing::info!(
+            "Kueue mode on: TFJobs with a queue label get their Workloads from the operator"
+        );
+        Arc::new(crate::kueue::KueueSide {
+            recorder: EventRecorder::new(
+                kueue_client.clone(),
+                crate::kueue::CONTROLLER_NAME,
+                &identity,
+            ),
+            client: kueue_client,
+        })
+    });
     let shared = Arc::new(Shared {
         client,
         settings,
@@ -115,6 +154,7 @@ pub async fn run_with(
         metrics: probes.metrics.clone(),
         memory: Default::default(),
         max_backoff: Duration::from_secs_f64(args.max_error_backoff),
+        kueue,
     });
     let scopes: Vec<Option<String>> = if args.namespaces.is_empty() {
         vec![None]

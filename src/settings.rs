@@ -53,6 +53,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub gang: GangArgs,
 
+    /// Queue TFJobs with Kueue as its external framework (Kueue's
+    /// `integrations.externalFrameworks: ["TFJob.v1.kubeflow.org"]`): the operator makes and
+    /// follows the Workload of every job labelled `kueue.x-k8s.io/queue-name`.
+    #[arg(long, env = "TFJOB_KUEUE", default_value_t = false)]
+    pub kueue: bool,
+
     /// Log format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

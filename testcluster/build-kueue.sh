@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The build recipe of the test cluster's Kueue. Sourced by `up`. Kept apart from build.sh on
-# purpose: Kueue has its own module graph (k8s.io v0.35 libraries) and its own cache key (a
+# purpose: Kueue has its own module graph (k8s.io v0.36 libraries) and its own cache key (a
 # hash of this file and `go version`: lib.sh's tc_kueue_cache_key), so pinning another Kueue
 # never rebuilds the control plane's binaries, and a change to build.sh never rebuilds Kueue.
 #
@@ -9,7 +9,7 @@
 # `replace` directives, so `go install pkg@version` builds exactly its release graph).
 # `up` reads Kueue's CRDs from the same module in the Go module cache.
 
-TC_KUEUE_VERSION=v0.17.0
+TC_KUEUE_VERSION=v0.19.2
 
 tc_build_kueue() {
   local out=$1

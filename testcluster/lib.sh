@@ -13,11 +13,15 @@ TC_GANG_SCHEDULER=scheduler-plugins-scheduler
 # Kueue's controller manager with its CRDs and the kubeflow.org/tfjob integration: on unless
 # TESTCLUSTER_KUEUE=0.
 TC_KUEUE=${TESTCLUSTER_KUEUE:-1}
+# Which side runs the TFJob's half of Kueue's job reconciler (kueue.sh): Kueue's built-in
+# integration (`builtin`), or the operator as Kueue's external framework (`external`, the
+# operator run with --kueue).
+TC_KUEUE_MODE=${TESTCLUSTER_KUEUE_MODE:-builtin}
 # Components in start order (binary name = component name); `down` stops them in reverse.
 TC_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 [[ $TC_GANG == 1 ]] && TC_COMPONENTS+=(scheduler-plugins-scheduler scheduler-plugins-controller)
 # The real node (node-up) sets TESTCLUSTER_NODE=1: no kwok then (its node would take the pods),
-# and no Kueue unless asked for (the node's tests do not use it).
+# and no Kueue unless asked for (node-e2e asks for it, in the external mode, for tests/node/kueue.rs).
 TC_NODE=${TESTCLUSTER_NODE:-0}
 [[ $TC_NODE == 1 ]] && TC_KUEUE=${TESTCLUSTER_KUEUE:-0}
 [[ $TC_KUEUE == 1 ]] && TC_COMPONENTS+=(kueue)
@@ -84,6 +88,8 @@ tc_fail() { tc_fail_in "$TC_DIR" "$@"; }
 
 [[ $TC_GANG == 0 || $TC_GANG == 1 ]] || tc_die "TESTCLUSTER_GANG must be 0 or 1, not '$TC_GANG'"
 [[ $TC_KUEUE == 0 || $TC_KUEUE == 1 ]] || tc_die "TESTCLUSTER_KUEUE must be 0 or 1, not '$TC_KUEUE'"
+[[ $TC_KUEUE_MODE == builtin || $TC_KUEUE_MODE == external ]] ||
+  tc_die "TESTCLUSTER_KUEUE_MODE must be builtin or external, not '$TC_KUEUE_MODE'"
 
 tc_kubectl() {
   local k

@@ -16,6 +16,8 @@
 //! - `recovery`: whole-job restart (`tfjob-operator.dev/restart-scope: Job`) with real
 //!   TensorFlow checkpointing and resuming, against today's outcome; a job stuck pulling its
 //!   image, failed by its startup deadline.
+//! - `kueue`: a real TensorFlow job queued through Kueue v0.19.2, with the operator as Kueue's
+//!   external framework (`--kueue`): admitted, trained, succeeded, its Workload finished.
 //! - `policies`: an eviction restarting a synchronous job without charging it, a failure rule
 //!   failing a job on its PS's exit code, success waiting for the evaluator, `cleanPodPolicy:
 //!   None` keeping the pods at the backoff limit.
@@ -36,6 +38,8 @@ mod in_cluster;
 mod killed;
 #[path = "node/kubelet.rs"]
 mod kubelet;
+#[path = "node/kueue.rs"]
+mod kueue;
 #[path = "node/policies.rs"]
 mod policies;
 #[path = "node/recovery.rs"]

@@ -17,6 +17,9 @@ use super::settings::PREFIX;
 use super::validation::parse_tfjob_ref;
 use super::{TFJob, TFJobStatus};
 
+/// Prefixes of the annotations a cached job keeps.
+const KEPT_ANNOTATIONS: [&str; 3] = [PREFIX, "kueue.x-k8s.io/", "provreq.kueue.x-k8s.io/"];
+
 /// A watched TFJob: `Ok` when it parses.
 #[derive(Clone, Debug)]
 pub struct CachedJob(pub Result<TFJob, Unreadable>);
@@ -36,11 +39,12 @@ impl CachedJob {
     pub fn from_value(value: &Value) -> Self {
         match parse_tfjob_ref(value) {
             Ok(mut job) => {
-                // Only our own annotations are read (`settings`); the others are the bulk of a
-                // job applied with kubectl (its last-applied annotation repeats the whole
-                // manifest), and managed fields describe every field again.
+                // Only our own annotations are read (`settings`), and Kueue's (the Kueue mode
+                // copies some to the Workload); the others are the bulk of a job applied with
+                // kubectl (its last-applied annotation repeats the whole manifest), and managed
+                // fields describe every field again.
                 if let Some(annotations) = &mut job.metadata.annotations {
-                    annotations.retain(|k, _| k.starts_with(PREFIX));
+                    annotations.retain(|k, _| KEPT_ANNOTATIONS.iter().any(|p| k.starts_with(p)));
                 }
                 if job
                     .metadata

@@ -78,6 +78,9 @@ pub enum ConditionType {
     /// A replica's pod cannot start: its image cannot be pulled, its config is wrong, or no
     /// node fits it. Names the pod, container and reason; present only while that lasts.
     Stuck,
+    /// A change the operator refuses to act on (in the Kueue mode, a new queue name on a job
+    /// that is not suspended); present only while the change stands.
+    ChangeRefused,
 }
 
 /// `True`, `False` or `Unknown`.

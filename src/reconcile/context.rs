@@ -1,5 +1,5 @@
 //! What passes work with: the state shared by every scope (`Shared`: client, settings,
-//! recorder, metrics, per-job memory) and one scope's caches (`Context`).
+//! recorder, metrics, per-job memory, the Kueue side) and one scope's caches (`Context`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::crd::cached::CachedJob;
 use crate::error::Error;
+use crate::kueue::KueueSide;
+use crate::kueue::cache::WorkloadCache;
 use crate::metrics::Metrics;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
@@ -31,6 +33,8 @@ pub struct Shared {
     pub memory: Memory,
     /// The cap of the per-job retry backoff after failed passes.
     pub max_backoff: Duration,
+    /// The Kueue mode's side (`--kueue`), when on.
+    pub kueue: Option<Arc<KueueSide>>,
 }
 
 /// What one namespace's controller reconciles with.
@@ -44,6 +48,8 @@ pub struct Context {
     pub departed: Departed,
     /// The PodGroups of the scope, when gang scheduling is on.
     pub podgroups: Option<GroupCache>,
+    /// The Workloads of the scope, in the Kueue mode.
+    pub workloads: Option<WorkloadCache>,
     /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
     /// own limit picks the next job from a hash set: when saturated, some jobs waited over
     /// 10 s while others were served at once.)
@@ -55,6 +61,9 @@ impl Context {
     /// a bounded wait), so a pass never acts on a partial view.
     pub async fn synced(&self) -> Result<(), Error> {
         self.caches.synced().await?;
+        if let Some(workloads) = &self.workloads {
+            workloads.synced().await?;
+        }
         match &self.podgroups {
             Some(podgroups) => podgroups.synced().await,
             None => Ok(()),

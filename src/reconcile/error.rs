@@ -10,6 +10,8 @@ pub enum Step {
     Observe,
     /// Reading the job's metadata.
     Decode,
+    /// The Kueue mode's writes (`kueue::pass`).
+    Kueue,
     WriteChildren,
     WriteStatus,
     DeleteJob,

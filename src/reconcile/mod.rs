@@ -69,6 +69,17 @@ async fn pass(
     counted.working();
     let started = Instant::now();
     let job = JobMeta::of(&object).map_err(Step::Decode.failed())?;
+    if let (Some(side), Some(workloads)) = (&ctx.shared.kueue, &ctx.workloads) {
+        // Kueue's half first, as Kueue's webhook and controller would have acted on the job
+        // already: a queued job not admitted is suspended before it can get a pod, and a pass
+        // that wrote the job (or failed to) ends here.
+        let wrote_job = crate::kueue::pass::step(side, workloads, &object)
+            .await
+            .map_err(Step::Kueue.failed())?;
+        if wrote_job {
+            return Ok(Action::await_change());
+        }
+    }
     if let Some(action) = ctx.not_now(&job) {
         return Ok(action);
     }

@@ -1,6 +1,6 @@
 //! Observing a job from the controller's caches (reads only, no API calls): its pods (with the
-//! controller's pending deletions laid over them) and services, its PodGroup, and the refusal
-//! of its last creates.
+//! controller's pending deletions laid over them) and services, its PodGroup, the refusal of
+//! its last creates, and (Kueue mode) its Workload's queue.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -47,6 +47,10 @@ pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timest
             never_created,
             group,
             refused: m.refused.clone(),
+            workload_queue: ctx
+                .workloads
+                .as_ref()
+                .and_then(|w| w.queue_of(job.namespace, job.name, job.uid)),
         }
     })
 }

@@ -86,7 +86,7 @@ fn paths_in(line: &str) -> Vec<String> {
     found
 }
 
-/// `tests/e2e/kueue.rs:12` and `src/main.rs:3-9` name the file.
+/// `tests/e2e/kueue/mod.rs:12` and `src/main.rs:3-9` name the file.
 fn strip_line_suffix(word: &str) -> &str {
     match word.rsplit_once(':') {
         Some((path, line))

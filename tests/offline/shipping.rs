@@ -1,7 +1,8 @@
 //! The install manifests: `kubectl kustomize config/default` renders the operator alone (never
 //! the CRD or the namespace, so uninstalling cannot lose jobs), `config/crd`, `config/namespace`
 //! and `config/prometheus` the rest; the Deployment is hardened as docs/install.md says, users get
-//! TFJobs through aggregated roles. Needs `kubectl` (CI installs it).
+//! TFJobs through aggregated roles; `config/kueue` adds the Kueue mode. Needs `kubectl` (CI
+//! installs it).
 
 use std::process::Command;
 
@@ -292,4 +293,67 @@ fn the_image_is_built_with_the_jemalloc_allocator() {
         manifest.contains("jemalloc = [\"dep:tikv-jemallocator\"]"),
         "the jemalloc feature is gone from Cargo.toml"
     );
+}
+
+/// (resource, verbs) for every resource a ClusterRole's rules name.
+fn grants_of(role: &Value) -> Vec<(String, Vec<String>)> {
+    let rules = role["rules"].as_array().unwrap();
+    rules
+        .iter()
+        .flat_map(|r| {
+            let verbs: Vec<String> = r["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect();
+            r["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |res| (res.as_str().unwrap().to_string(), verbs.clone()))
+        })
+        .collect()
+}
+
+/// `config/kueue` (docs/kueue.md): the operator of config/default, one more ClusterRole with
+/// exactly what the Kueue mode calls (src/kueue/), bound to the operator's ServiceAccount,
+/// and `--kueue` on the operator; the operator's own ClusterRole unchanged.
+#[test]
+fn the_kueue_config_adds_the_kueue_rules_and_the_flag_only() {
+    let docs = kustomize("config/kueue");
+    let default = kustomize("config/default");
+    assert_eq!(
+        find_named(&docs, "ClusterRole", "tfjob-operator"),
+        find_named(&default, "ClusterRole", "tfjob-operator")
+    );
+    let grants = grants_of(find_named(&docs, "ClusterRole", "tfjob-operator-kueue"));
+    let expected = [
+        (
+            "workloads",
+            vec!["list", "watch", "create", "patch", "delete"],
+        ),
+        ("workloads/status", vec!["patch"]),
+        ("resourceflavors", vec!["get"]),
+        ("workloadpriorityclasses", vec!["get"]),
+        ("priorityclasses", vec!["get", "list"]),
+        ("tfjobs", vec!["get", "patch"]),
+    ];
+    let expected: Vec<(String, Vec<String>)> = expected
+        .iter()
+        .map(|(r, v)| (r.to_string(), v.iter().map(|v| v.to_string()).collect()))
+        .collect();
+    assert_eq!(grants, expected);
+    let binding = find_named(&docs, "ClusterRoleBinding", "tfjob-operator-kueue");
+    assert_eq!(binding["roleRef"]["name"], "tfjob-operator-kueue");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "tfjob-operator", "namespace": "kubeflow"}])
+    );
+    let args = &find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert_eq!(
+        args,
+        &serde_json::json!(["run", "--leader-elect", "--kueue"])
+    );
+    assert_eq!(docs.len(), default.len() + 2, "{:?}", kinds(&docs));
 }

@@ -131,6 +131,7 @@ fn plan_job(job: &TFJob, observed: &Observed, now: Timestamp, settings: &Setting
     }
     refused_creates(observed, &mut pass);
     stuck_pods(&children, &mut pass);
+    refused_queue_change(&view, observed, &mut pass);
     pass.plan.status = Some(pass.status);
     pass.plan
 }
@@ -159,6 +160,29 @@ fn stuck_pods(children: &Replicas, pass: &mut Pass) {
         &mut pass.status.conditions,
         ConditionType::Stuck,
         stuck,
+        pass.now,
+    );
+}
+
+/// `ChangeRefused` while a running queued job's label names another queue than its
+/// Workload's (the Kueue mode; Kueue's webhook refuses that change, docs/kueue.md): the job
+/// stays in its queue. Told in a Warning event when it starts.
+fn refused_queue_change(view: &JobView<'_>, observed: &Observed, pass: &mut Pass) {
+    let running = !view.suspended() && !conditions::is_finished(&pass.status);
+    let refusal = observed
+        .workload_queue
+        .as_deref()
+        .filter(|_| running)
+        .and_then(|queue| crate::kueue::plan::queue_refusal(view.job, queue));
+    if let Some((reason, message)) = &refusal
+        && !conditions::is_true(&pass.status.conditions, ConditionType::ChangeRefused)
+    {
+        pass.events([EventNote::warning(reason, message.clone())]);
+    }
+    conditions::present_while(
+        &mut pass.status.conditions,
+        ConditionType::ChangeRefused,
+        refusal,
         pass.now,
     );
 }

@@ -36,6 +36,8 @@ pub struct Observed {
     pub group: GroupView,
     /// Why the API server refused the job's last creates, if it did.
     pub refused: Option<Refusal>,
+    /// In the Kueue mode, the queue of the job's Workload (while it has one not finished).
+    pub workload_queue: Option<String>,
 }
 
 /// A create the API server (or the operator, for a PodGroup it cannot make) refused, as the

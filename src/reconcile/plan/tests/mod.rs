@@ -15,6 +15,7 @@ mod finished;
 mod first_pass;
 mod gating;
 mod kubelet_restarts;
+mod kueue;
 mod rules;
 mod running;
 mod scale;

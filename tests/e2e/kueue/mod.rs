@@ -1,16 +1,25 @@
-//! End to end with a real Kueue (issue 20, docs/kueue.md): Kueue's `kubeflow.org/tfjob`
-//! integration queues TFJobs by suspending and resuming them (`spec.runPolicy.suspend`) and
-//! by injecting its flavor's node labels and tolerations, its labels and its annotation into
-//! the pod templates; the operator must build its pods from the templates as they are after
-//! admission, delete them on eviction, and report `Succeeded`/`Failed` for Kueue to finish the
-//! Workload.
+//! End to end with a real Kueue (issue 20, docs/kueue.md): Kueue queues TFJobs by suspending
+//! and resuming them (`spec.runPolicy.suspend`) and by injecting its flavor's node labels and
+//! tolerations, its labels and its annotation into the pod templates; the operator must build
+//! its pods from the templates as they are after admission, delete them on eviction, and
+//! report `Succeeded`/`Failed` for the Workload to be finished.
 //!
-//! Real tier only: `testcluster/up` runs Kueue v0.17 (unless `TESTCLUSTER_KUEUE=0`) with its
+//! The same cases run in both of the test cluster's Kueue modes (`TESTCLUSTER_KUEUE_MODE`,
+//! testcluster/kueue.sh): `builtin`, where Kueue's own `kubeflow.org/tfjob` integration does
+//! the job's half of the work, and `external`, where the operator does it (`run --kueue`,
+//! from `TFJOB_KUEUE` in the environment `testcluster/e2e` sets) and Kueue only knows
+//! `externalFrameworks: ["TFJob.v1.kubeflow.org"]`. `external` adds the cases only that mode
+//! has; `switch` changes the mode of a live cluster (run alone).
+//!
+//! Real tier only: `testcluster/up` runs Kueue v0.19.2 (unless `TESTCLUSTER_KUEUE=0`) with its
 //! webhooks unregistered, so nothing defaults `suspend`: jobs are created suspended, as
 //! Kueue's webhook would make them. On the simulator every test prints that it is skipped.
 //! Each test has its own ResourceFlavors (with kwok nodes matching their labels and taints),
 //! ClusterQueue and LocalQueue, so the tests run in parallel; jobs without the queue label
 //! (every other test's) are never seen by Kueue.
+
+mod external;
+mod switch;
 
 use std::collections::BTreeMap;
 
@@ -320,7 +329,8 @@ impl Queue {
 
 impl Drop for Queue {
     /// Removes the test's jobs first (their Workloads hold the ClusterQueue's finalizer), then
-    /// its cluster-scoped Kueue objects and its nodes; nothing waits for the deletions.
+    /// its cluster-scoped Kueue objects and its nodes; only the Workloads' going is waited for,
+    /// in the external mode.
     fn drop(&mut self) {
         let kubectl = crate::support::RealTier::from_env()
             .map(|t| t.kubectl)
@@ -335,6 +345,22 @@ impl Drop for Queue {
                 "--wait=false",
             ])
             .output();
+        // In the external mode the test's operator releases the Workloads of deleted jobs:
+        // wait for that while it still runs (it stops with the test), else they keep their
+        // finalizer and the namespace cannot go.
+        if std::env::var("TESTCLUSTER_KUEUE_MODE").as_deref() == Ok("external") {
+            let _ = std::process::Command::new(&kubectl)
+                .args([
+                    "-n",
+                    &self.namespace,
+                    "wait",
+                    "--for=delete",
+                    "workloads.kueue.x-k8s.io",
+                    "--all",
+                    "--timeout=30s",
+                ])
+                .output();
+        }
         for (plural, name) in self.cluster_scoped.iter().rev() {
             let _ = std::process::Command::new(&kubectl)
                 .args([
