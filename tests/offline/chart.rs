@@ -2,7 +2,7 @@
 //! - its CRD file is `crds/kubeflow.org_tfjobs.yaml` byte for byte, rendered as that CRD with
 //!   `helm.sh/resource-policy: keep`;
 //! - at its defaults it renders the objects of `kubectl kustomize config/default` plus `crds/`
-//!   (with the ServiceMonitor on, plus `config/prometheus`), Helm's own labels and annotations
+//!   (with the ServiceMonitor on, plus `config/prometheus`; with `kueue.enabled`, `config/kueue`), Helm's own labels and annotations
 //!   aside: the chart and `config/` cannot drift apart;
 //! - `helm lint --strict` passes with helm 3 and helm 4, and both render each values file of
 //!   `charts/tfjob-operator/ci/` (the matrix the real tier dry-runs, `tests/e2e/chart.rs`) into
@@ -296,6 +296,60 @@ fn with_the_service_monitor_alerts_and_dashboard_the_chart_adds_config_prometheu
     assert!(diff.is_empty(), "{}", diff.join("\n"));
 }
 
+#[test]
+fn with_kueue_enabled_the_chart_renders_config_kueue() {
+    let mut config = kustomize("config/kueue");
+    config.push(crd_of_crds());
+    let chart = rendered(&["--set", "kueue.enabled=true"]);
+    let diff = differences(chart, config);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+}
+
+/// With namespaces listed, the Kueue mode's rules on Workloads and TFJobs join each Role, and
+/// only its cluster-scoped reads stay in a ClusterRole.
+#[test]
+fn kueue_with_watched_namespaces_keeps_only_cluster_scoped_reads_in_a_cluster_role() {
+    let all = rendered(&["--set", "kueue.enabled=true"]);
+    let kueue_rules = find(&all, "ClusterRole", "tfjob-operator-kueue")["rules"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let cluster_scoped = |r: &&Value| {
+        r["resources"] == json!(["resourceflavors", "workloadpriorityclasses"])
+            || r["resources"] == json!(["priorityclasses"])
+    };
+    let docs = rendered(&[
+        "--values",
+        &values_file("watch-namespaces-values.yaml"),
+        "--set",
+        "kueue.enabled=true",
+    ]);
+    let cluster = find(&docs, "ClusterRole", "tfjob-operator-kueue");
+    assert_eq!(
+        cluster["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        kueue_rules
+            .iter()
+            .filter(cluster_scoped)
+            .collect::<Vec<_>>()
+    );
+    find(&docs, "ClusterRoleBinding", "tfjob-operator-kueue");
+    for ns in ["tfjob-team-a", "tfjob-team-b"] {
+        let role = docs
+            .iter()
+            .find(|d| d["kind"] == "Role" && d["metadata"]["namespace"] == ns)
+            .unwrap_or_else(|| panic!("no Role in {ns}: {:?}", keys(&docs)));
+        let rules = role["rules"].as_array().unwrap();
+        for rule in kueue_rules.iter().filter(|r| !cluster_scoped(r)) {
+            assert!(rules.contains(rule), "{ns}: {rule} missing from {rules:?}");
+        }
+    }
+    assert!(strings(&container(&docs)["args"]).contains(&"--kueue"));
+}
+
 /// The alerts select the scrape job by the metrics Service's name: another release's.
 #[test]
 fn the_alerts_name_the_releases_metrics_service() {
@@ -500,6 +554,7 @@ fn every_value_lands_where_it_says() {
             "run",
             "--leader-elect",
             "--gang-scheduler-name=volcano",
+            "--kueue",
             "--concurrency=16",
             "--cluster-domain=example.org"
         ]

@@ -334,10 +334,10 @@ fn the_kueue_config_adds_the_kueue_rules_and_the_flag_only() {
             vec!["list", "watch", "create", "patch", "delete"],
         ),
         ("workloads/status", vec!["patch"]),
+        ("tfjobs", vec!["get", "patch"]),
         ("resourceflavors", vec!["get"]),
         ("workloadpriorityclasses", vec!["get"]),
         ("priorityclasses", vec!["get", "list"]),
-        ("tfjobs", vec!["get", "patch"]),
     ];
     let expected: Vec<(String, Vec<String>)> = expected
         .iter()

@@ -90,3 +90,36 @@ when namespaces are listed). */}}
   resources: ["priorityclasses"]
   verbs: ["list", "watch"]
 {{- end }}
+
+{{/* The Kueue mode's rules (kueue.enabled; config/kueue/role.yaml, docs/kueue.md): those on
+namespaced objects, in the ClusterRole or in each watched namespace's Role... */}}
+{{- define "tfjob-operator.kueueRules" -}}
+# One Workload per queued TFJob: watched; created; its spec patched when the job changes
+# while it waits (PodSets, queue, priority); its finalizer patched away; deleted when it no
+# longer describes the job.
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+# PodsReady, Finished, and the quota given back after an eviction.
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads/status"]
+  verbs: ["patch"]
+# Suspending and resuming a queued job: `runPolicy.suspend` and the templates, read as
+# stored and patched (with the resourceVersion read).
+- apiGroups: ["kubeflow.org"]
+  resources: ["tfjobs"]
+  verbs: ["get", "patch"]
+{{- end }}
+
+{{/* ...and those on cluster-scoped objects, always in a ClusterRole. */}}
+{{- define "tfjob-operator.kueueClusterRules" -}}
+# Admission merges the admitted flavors' node labels and tolerations into the pod templates;
+# a Workload's priority comes from a WorkloadPriorityClass or a PriorityClass (the default
+# one is found by listing).
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["resourceflavors", "workloadpriorityclasses"]
+  verbs: ["get"]
+- apiGroups: ["scheduling.k8s.io"]
+  resources: ["priorityclasses"]
+  verbs: ["get", "list"]
+{{- end }}
