@@ -24,6 +24,8 @@ mod jobs;
 mod report;
 #[path = "side_by_side/scenarios.rs"]
 mod scenarios;
+#[path = "side_by_side/timeline.rs"]
+mod timeline;
 #[path = "side_by_side/webhook.rs"]
 mod webhook;
 
@@ -226,16 +228,20 @@ async fn measure(
             r.add(Figure::Children200x5, l.children.as_secs_f64());
             r.add(Figure::RssPerPod200x5, l.rss_per_pod_kib);
             r.notes.push(format!(
-                "CPU while 200 jobs × 5 workers were created ({:.1} s): {}",
+                "while 200 jobs × 5 workers were created ({:.1} s): CPU {}; its requests {}; {}",
                 l.children.as_secs_f64(),
-                l.cpu_split
+                l.cpu_split,
+                l.requests.summary(1.0),
+                l.timeline
             ));
             format!(
-                "2000 children in {:.2} s, RSS {:.1} MiB, {:.1} KiB per pod; CPU {}",
+                "2000 children in {:.2} s, RSS {:.1} MiB, {:.1} KiB per pod; CPU {}; requests {}; {}",
                 l.children.as_secs_f64(),
                 l.rss_kib as f64 / 1024.0,
                 l.rss_per_pod_kib,
-                l.cpu_split
+                l.cpu_split,
+                l.requests.summary(1.0),
+                l.timeline
             )
         }
         "big" => {

@@ -15,6 +15,8 @@ use serde::Deserialize;
 pub struct Request {
     /// When the API server finished it (`stageTimestamp`; a watch: when it started).
     pub at: Timestamp,
+    /// When the API server received it.
+    pub received: Timestamp,
     pub user: String,
     pub verb: String,
     /// `pods`, `tfjobs/status`, ... (empty for discovery and other non-resource URLs).
@@ -47,6 +49,7 @@ struct Line<'a> {
     #[serde(borrow)]
     verb: &'a str,
     stage_timestamp: Timestamp,
+    request_received_timestamp: Timestamp,
     #[serde(default, borrow)]
     user: User<'a>,
     #[serde(default, borrow)]
@@ -87,6 +90,7 @@ fn parse(line: &str) -> Option<Request> {
     };
     Some(Request {
         at: l.stage_timestamp,
+        received: l.request_received_timestamp,
         user: l.user.username.to_string(),
         verb: l.verb.to_string(),
         resource,

@@ -10,6 +10,7 @@ use super::audit::{Counts, Request, created_names};
 use super::cpu::Snapshot;
 use super::harness::Harness;
 use super::jobs::{self, Finished, RUNS_ON};
+use super::timeline;
 
 /// Time allowed for any one figure (Kubeflow's defaults make 1000 jobs take minutes).
 const TIMEOUT: Duration = Duration::from_secs(3600);
@@ -24,6 +25,10 @@ pub struct Load {
     pub rss_kib: u64,
     /// CPU per process from the first create until every child existed.
     pub cpu_split: String,
+    /// The operator's requests from the first create until every child existed.
+    pub requests: Counts,
+    /// Where that time went (`timeline::summary`).
+    pub timeline: String,
 }
 
 /// The operator stopped and started again with the jobs of a `Load` settled.
@@ -67,6 +72,9 @@ pub async fn load(h: &mut Harness, count: usize, workers: u32) -> anyhow::Result
     let last = until_children(h, mark, pods, "").await?;
     let cpu_split =
         Snapshot::take(&h.cluster.dir, h.process.pid()).since(&cpu0, since(t0, Timestamp::now()));
+    let requests = Counts::of(h.requests_since(mark).filter(|r| r.at <= last));
+    let burst: Vec<Request> = h.log[mark..].iter().filter(|r| r.at <= last).cloned().collect();
+    let timeline = timeline::summary(&burst, &h.user, &ns);
     h.until_settled(mark, pods, TIMEOUT).await?;
     let rss_kib = h.process.rss_kib()?;
     Ok(Load {
@@ -74,6 +82,8 @@ pub async fn load(h: &mut Harness, count: usize, workers: u32) -> anyhow::Result
         rss_per_pod_kib: (rss_kib as f64 - h.idle_rss_kib as f64) / pods as f64,
         rss_kib,
         cpu_split,
+        requests,
+        timeline,
     })
 }
 
