@@ -146,6 +146,19 @@ tc_prometheus_bin_dir() {
   echo "$TC_CACHE/prometheus-$(tc_prometheus_cache_key)/bin"
 }
 
+# Kubeflow's training-operator (the side-by-side benchmark's other operator): its build recipe
+# pins its version, so its key is that file and the toolchain, like Kueue's.
+tc_kubeflow_cache_key() {
+  {
+    cat "$TC_HERE/build-kubeflow.sh"
+    GOTOOLCHAIN=local go version
+  } | sha256sum | cut -c1-16
+}
+
+tc_kubeflow_bin_dir() {
+  echo "$TC_CACHE/kubeflow-$(tc_kubeflow_cache_key)/bin"
+}
+
 tc_bin_dir() {
   if [[ -f $TC_DIR/bin-dir ]]; then
     cat "$TC_DIR/bin-dir"
