@@ -733,6 +733,12 @@ async fn readmission_with_another_flavor_gives_the_new_pods_its_node_selector() 
     q.set_active(&wl, false).await;
     until_stopped(&c, "re").await;
     c.until_pods_are("re", &[]).await;
+    // The eviction ends when its quota is given back (once no pod is left); reactivated before
+    // that, the Workload would still show its old admission.
+    q.until_workload(&wl, "its quota given back", |w| {
+        !kueue_true(w, "QuotaReserved") && w.data["status"]["admission"].is_null()
+    })
+    .await;
     // Flavor a has no room any more: the next admission takes b.
     q.apply_cluster_queue(&[
         Flavor {
