@@ -14,13 +14,15 @@
 
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DeleteParams;
 use tfjob_operator::crd::ConditionType;
 use tfjob_sim::FaultRule;
 use tokio::time::Instant;
 
 use super::common::{spec, status_line, until_quiet};
-use crate::support::TestCluster;
+use crate::support::{TestCluster, until};
+
 use crate::support::faults::{breakdown, cluster, requests_of, seed, shared};
 
 /// How each child watch comes back once its connection is cut.
@@ -164,16 +166,31 @@ async fn until_recreated(
     }
 }
 
-/// Deletes the job's pod and service now.
+/// Deletes the job's pod and service now, and waits until both are gone. Gone means that the
+/// objects deleted are: the operator may already have made new ones under the same names
+/// (on a real API server it often has by the time the second wait starts).
 async fn delete_children(c: &TestCluster, job: &str) -> Result<(), String> {
     let child = format!("{job}-worker-0");
+    let (pod, service) = uids(c, job).await;
     let now = DeleteParams::default().grace_period(0);
     let gone = |e: kube::Error| e.to_string();
     c.pods().delete(&child, &now).await.map_err(gone)?;
     c.services().delete(&child, &now).await.map_err(gone)?;
-    c.until_gone(&c.pods(), &child, "pod deleted").await;
-    c.until_gone(&c.services(), &child, "service deleted").await;
+    until(&c.pods(), &child, "the pod deleted", |p| {
+        replaced_or_going(p.map(|p| &p.metadata), &pod)
+    })
+    .await;
+    until(&c.services(), &child, "the service deleted", |s| {
+        replaced_or_going(s.map(|s| &s.metadata), &service)
+    })
+    .await;
     Ok(())
+}
+
+/// `Some` once the object under a name is no longer the one of uid `old` (or is going).
+fn replaced_or_going(now: Option<&ObjectMeta>, old: &Option<String>) -> Option<()> {
+    now.is_none_or(|m| m.uid != *old || m.deletion_timestamp.is_some())
+        .then_some(())
 }
 
 /// One round (see the test): recreated while the watches lag, deleted again while they are
