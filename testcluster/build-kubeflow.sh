@@ -2,7 +2,7 @@
 # The build recipe of Kubeflow's training-operator, the operator the side-by-side benchmark
 # (benches/side_by_side.rs) compares us with. Sourced by `kubeflow-build`. Like Kueue's, it has a
 # module graph of its own (k8s.io v0.36 libraries) and a cache key of its own (a hash of this
-# file and `go version`: lib.sh's tc_kubeflow_cache_key), so it never rebuilds the control plane
+# file and `go version`: lib.sh's tc_recipe_key), so it never rebuilds the control plane
 # nor the reverse. Nothing of Kubeflow is in this repository: the binary is built from the Go
 # module proxy at the pinned version, and its ClusterRole is read from the same module in the
 # Go module cache at run time.

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The build recipe of the test cluster's Kueue. Sourced by `up`. Kept apart from build.sh on
 # purpose: Kueue has its own module graph (k8s.io v0.36 libraries) and its own cache key (a
-# hash of this file and `go version`: lib.sh's tc_kueue_cache_key), so pinning another Kueue
+# hash of this file and `go version`: lib.sh's tc_recipe_key), so pinning another Kueue
 # never rebuilds the control plane's binaries, and a change to build.sh never rebuilds Kueue.
 #
 # tc_build_kueue OUT_DIR: `go install sigs.k8s.io/kueue/cmd/kueue@$TC_KUEUE_VERSION` into

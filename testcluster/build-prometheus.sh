@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The build recipe of Prometheus and promtool, for the monitoring checks
 # (testcluster/monitoring-e2e). Sourced; its text is part of the cache key (lib.sh's
-# tc_prometheus_cache_key), so changing anything here (or the Go toolchain) rebuilds, into a
+# tc_recipe_key), so changing anything here (or the Go toolchain) rebuilds, into a
 # cache directory of its own: a Prometheus pin never rebuilds the control plane, nor the reverse.
 #
 # tc_build_prometheus OUT_DIR: `go install` of github.com/prometheus/prometheus's cmd/prometheus

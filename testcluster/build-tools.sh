@@ -3,7 +3,7 @@
 # and actionlint, each `go install`ed from its own module at a pinned version (outside this
 # directory's module, so its go.mod and replaces do not apply; each builds against the
 # requirements its own release pinned). Sourced by `tools`; its text is part of the cache key
-# (tc_tools_cache_key in lib.sh), so changing a pin here (or the Go toolchain) rebuilds.
+# (tc_recipe_key in lib.sh), so changing a pin here (or the Go toolchain) rebuilds.
 #
 # tc_build_tools OUT_DIR: builds into OUT_DIR (must exist and be empty) helm3, helm4 and
 # actionlint, stamped with their versions as their own Makefiles stamp a release build.

@@ -106,58 +106,28 @@ tc_cache_key() {
   } | sha256sum | cut -c1-16
 }
 
-# Kueue's cache key: its build recipe (which pins its version) and the toolchain.
-tc_kueue_cache_key() {
+# A tool built from Go modules by a recipe of its own (build-<name>.sh, which pins its version)
+# has a cache directory of its own, keyed by that recipe and the toolchain: a new pin rebuilds
+# that tool alone, never the control plane, nor the reverse.
+tc_recipe_key() {
   {
-    cat "$TC_HERE/build-kueue.sh"
+    cat "$TC_HERE/$1"
     GOTOOLCHAIN=local go version
   } | sha256sum | cut -c1-16
 }
 
-# The chart's and the release workflow's tools (helm 3, helm 4, actionlint): their build recipe
-# (which pins their versions) and the toolchain, a directory of their own like Kueue's.
-tc_tools_cache_key() {
-  {
-    cat "$TC_HERE/build-tools.sh"
-    GOTOOLCHAIN=local go version
-  } | sha256sum | cut -c1-16
+# tc_recipe_bin_dir NAME RECIPE: where the binaries NAME's recipe builds are kept.
+tc_recipe_bin_dir() {
+  echo "$TC_CACHE/$1-$(tc_recipe_key "$2")/bin"
 }
 
-tc_tools_bin_dir() {
-  echo "$TC_CACHE/tools-$(tc_tools_cache_key)/bin"
-}
-
-# Kueue's binary has a cache directory of its own (its own module graph and pins, build-kueue.sh):
-# a new Kueue pin never rebuilds the control plane, nor the reverse.
-tc_kueue_bin_dir() {
-  echo "$TC_CACHE/kueue-$(tc_kueue_cache_key)/bin"
-}
-
-# Prometheus and promtool (testcluster/monitoring-e2e) have a cache directory of their own, keyed
-# by their build recipe (which pins the version) and the toolchain, like Kueue's.
-tc_prometheus_cache_key() {
-  {
-    cat "$TC_HERE/build-prometheus.sh"
-    GOTOOLCHAIN=local go version
-  } | sha256sum | cut -c1-16
-}
-
-tc_prometheus_bin_dir() {
-  echo "$TC_CACHE/prometheus-$(tc_prometheus_cache_key)/bin"
-}
-
-# Kubeflow's training-operator (the side-by-side benchmark's other operator): its build recipe
-# pins its version, so its key is that file and the toolchain, like Kueue's.
-tc_kubeflow_cache_key() {
-  {
-    cat "$TC_HERE/build-kubeflow.sh"
-    GOTOOLCHAIN=local go version
-  } | sha256sum | cut -c1-16
-}
-
-tc_kubeflow_bin_dir() {
-  echo "$TC_CACHE/kubeflow-$(tc_kubeflow_cache_key)/bin"
-}
+# Kueue (testcluster/up), helm 3 and 4 with actionlint (testcluster/tools), Prometheus and
+# promtool (testcluster/monitoring-e2e), Kubeflow's training-operator (the side-by-side
+# benchmark's other operator, testcluster/kubeflow-build).
+tc_kueue_bin_dir() { tc_recipe_bin_dir kueue build-kueue.sh; }
+tc_tools_bin_dir() { tc_recipe_bin_dir tools build-tools.sh; }
+tc_prometheus_bin_dir() { tc_recipe_bin_dir prometheus build-prometheus.sh; }
+tc_kubeflow_bin_dir() { tc_recipe_bin_dir kubeflow build-kubeflow.sh; }
 
 tc_bin_dir() {
   if [[ -f $TC_DIR/bin-dir ]]; then
