@@ -283,6 +283,13 @@ async fn measure(
             let l = scenarios::load(&mut h, 1000, 2).await?;
             r.add(Figure::Children1000x2, l.children.as_secs_f64());
             r.add(Figure::RssPerPod1000x2, l.rss_per_pod_kib);
+            r.notes.push(format!(
+                "while 1000 jobs × 2 workers were created ({:.1} s): CPU {}; its requests {}; {}",
+                l.children.as_secs_f64(),
+                l.cpu_split,
+                l.requests.summary(1.0),
+                l.timeline
+            ));
             let s = scenarios::restart(&mut h).await?;
             r.add(Figure::RestartRequests, s.requests.total() as f64);
             r.add(Figure::RestartWrites, s.writes as f64);

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Config as ControllerConfig, Controller, Error as ControllerError};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use kube::{Api, ResourceExt};
 use tokio::sync::watch;
 
@@ -19,6 +19,7 @@ use crate::kueue::janitor;
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
 use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::departed::Departed;
+use crate::runtime::listing::watch as watch_api;
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::store::ChildCache;
 use crate::runtime::watches::{Caches, jobs_applied, owners_to_wake};

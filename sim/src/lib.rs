@@ -69,6 +69,9 @@ pub struct Options {
     /// written: the status with the `terminated` states comes first, phase still Running, as
     /// on a real node (measured ~1 s, the default).
     pub phase_lag: Duration,
+    /// Serve streaming lists (watches with `sendInitialEvents`: the `WatchList` feature, on by
+    /// default in Kubernetes 1.34). Off, they are refused as invalid (422), as 1.33 refuses them.
+    pub streaming_lists: bool,
 }
 
 impl Default for Options {
@@ -86,6 +89,7 @@ impl Default for Options {
                 kubelet::backoff::DEFAULT_MAX,
             ),
             phase_lag: DEFAULT_PHASE_LAG,
+            streaming_lists: true,
         }
     }
 }
@@ -160,6 +164,8 @@ impl Sim {
             addr,
             bookmark_interval: opts.bookmark_interval,
             watch_cuts: Default::default(),
+            streaming_lists: opts.streaming_lists,
+            streamed_lists: Default::default(),
         });
         let (shutdown, rx) = tokio::sync::watch::channel(false);
         let control = Arc::new(Control::default());
@@ -210,6 +216,13 @@ impl SimHandle {
     pub fn writes_since(&self, snapshot: &RequestCounts) -> u64 {
         self.requests().since(snapshot).writes()
     }
+    /// Streaming lists served so far (each also counted as a `list` in `requests`).
+    pub fn streamed_lists(&self) -> u64 {
+        self.state
+            .streamed_lists
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn set_fault(&self, rule: FaultRule) {
         self.faults.add_rule(rule);
     }

@@ -11,13 +11,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use crate::runtime::listing::watch as watch_api;
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedSender;
 use kube::Client;
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

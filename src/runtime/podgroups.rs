@@ -19,13 +19,14 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::listing::watch as watch_api;
 use super::triggers::Tracker;
 use super::watches::controller_ref;
 use crate::crd::cached::CachedJob;

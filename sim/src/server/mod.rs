@@ -63,6 +63,9 @@ fn classify(method: &Method, route: &Route, q: &Query) -> (&'static str, String)
     };
     let verb = match (method.as_str(), p.name.is_some()) {
         ("GET", true) => "get",
+        // A streaming list is counted (and faulted) as the list it replaces; the real
+        // server's audit log calls it a watch.
+        ("GET", false) if q.flag("watch") && q.flag("sendInitialEvents") => "list",
         ("GET", false) if q.flag("watch") => "watch",
         ("GET", false) => "list",
         ("POST", _) => "create",
@@ -116,7 +119,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     }
     state.faults.record(verb, &resource, ua);
     let decision = state.faults.decide(verb, &resource);
-    if !decision.latency.is_zero() {
+    let streaming_list = verb == "list" && query.flag("watch");
+    if !decision.latency.is_zero() && !streaming_list {
         tokio::time::sleep(decision.latency).await;
     }
     if let Some(e) = decision.error {
@@ -128,6 +132,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         headers: &parts.headers,
         query: &query,
         body,
+        page_latency: if streaming_list {
+            decision.latency
+        } else {
+            std::time::Duration::ZERO
+        },
     };
     let response = dispatch(&req, route).await;
     if is_write && response.status().is_success() {

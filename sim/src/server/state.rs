@@ -22,4 +22,8 @@ pub struct State {
     pub bookmark_interval: Duration,
     /// Ends open watches (dropped connections, restarts, one resource's watch cache reset).
     pub watch_cuts: WatchCuts,
+    /// Whether streaming lists are served (else refused as invalid, as Kubernetes 1.33 does).
+    pub streaming_lists: bool,
+    /// Streaming lists served.
+    pub streamed_lists: std::sync::atomic::AtomicU64,
 }

@@ -18,6 +18,9 @@ pub struct Req<'a> {
     pub headers: &'a HeaderMap,
     pub query: &'a Query,
     pub body: Bytes,
+    /// Injected latency a streaming list pays per page's worth of its initial objects, as a
+    /// paged list pays it per page (zero for every other request: theirs is paid up front).
+    pub page_latency: std::time::Duration,
 }
 
 /// The resolved resource a request addresses.

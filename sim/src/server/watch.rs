@@ -86,11 +86,27 @@ impl Watcher {
     }
 }
 
+/// A streaming list's injected latency is paid once per this many initial objects (the page
+/// size of kube-rs's and client-go's paged lists).
+const STREAMED_PAGE: usize = 500;
+
 /// Start a watch; the response body streams until timeout, client hang-up or a forced drop.
 pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiError> {
     let filter = Filter::from_query(req.query, t)?;
     let q = req.query;
     let initial = q.flag("sendInitialEvents");
+    if initial {
+        if !req.state.streaming_lists {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            ));
+        }
+        req.state
+            .streamed_lists
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let from = match q.get("resourceVersion") {
         None | Some("0") => None,
         Some(_) if initial => None,
@@ -136,6 +152,7 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     let interval = req.state.bookmark_interval;
     let delays = req.state.watch_delays.clone();
     let plural = t.rt.plural.clone();
+    let page_latency = req.page_latency;
     tokio::spawn(async move {
         let mut sub = match sub {
             Ok(s) => s,
@@ -146,7 +163,10 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
             }
         };
         w.progress = sub.rv;
-        for o in std::mem::take(&mut sub.snapshot) {
+        for (i, o) in std::mem::take(&mut sub.snapshot).into_iter().enumerate() {
+            if i % STREAMED_PAGE == 0 && !page_latency.is_zero() {
+                tokio::time::sleep(page_latency).await;
+            }
             if w.filter.matches(&o) {
                 let obj = w.render(&o);
                 if !w.send("ADDED", obj).await {

@@ -12,20 +12,41 @@ use tfjob_sim::FaultRule;
 use tokio::time::Instant;
 
 use super::common::{self, is, restarts, spec, status_line, summarize, until_jobs, until_quiet};
-use crate::support::faults::{breakdown, cluster, requests_of, seed, shared, writes_of};
+use crate::support::TestCluster;
+use crate::support::faults::{
+    breakdown, cluster, requests_of, seed, shared, sim_options, writes_of,
+};
+use tfjob_sim::Options;
 
 const JOBS: usize = 200;
 const WORKERS: i32 = 3;
 
-/// 200 running jobs of 3 workers (600 pods, 600 services: the operator's lists page at 500),
-/// the operator stopped, list pages made slow (pods slowest, so TFJobs and services are listed
-/// first), a new operator started: it has nothing to do, so it writes nothing, and no job's
-/// status changes (no restart counted for a pod its cache had not listed yet).
+/// 200 running jobs of 3 workers (600 pods, 600 services), the operator stopped, its listing
+/// made slow (pods slowest, so TFJobs and services are listed first), a new operator started:
+/// it has nothing to do, so it writes nothing, and no job's status changes (no restart counted
+/// for a pod its cache had not listed yet). Here the listing is a streaming list whose initial
+/// events come 500 at a time, with a pause before each batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_operator_with_600_pods_and_a_slow_streaming_list_writes_nothing_and_changes_no_status()
+ {
+    restarted_with_slow_listing("restart-full-cache", true).await;
+}
+
+/// The same on a server that refuses streaming lists (Kubernetes 1.33's default): the operator
+/// falls back to lists in pages of 500, and the pages are slow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_operator_with_600_pods_and_slow_list_pages_writes_nothing_and_changes_no_status()
  {
+    restarted_with_slow_listing("restart-full-cache-paged", false).await;
+}
+
+async fn restarted_with_slow_listing(test: &str, streaming: bool) {
     let _shared = shared().await;
-    let c = cluster("restart-full-cache", seed("restart-full-cache")).await;
+    let options = Options {
+        streaming_lists: streaming,
+        ..sim_options(seed(test))
+    };
+    let c = TestCluster::without_operator_on(test, options).await;
     if !c.simulated() {
         return eprintln!("skipped: slows list pages and counts requests (simulator only)");
     }
@@ -89,6 +110,7 @@ async fn a_restarted_operator_with_600_pods_and_slow_list_pages_writes_nothing_a
         Duration::from_millis(500),
     ));
     let counted = sim.requests();
+    let streamed = sim.streamed_lists();
     let second = c.operator(&[]).await;
     second.until_ready().await;
     // Late work would come from the first reconciles: give them time to show.
@@ -98,11 +120,22 @@ async fn a_restarted_operator_with_600_pods_and_slow_list_pages_writes_nothing_a
     let after = common::list_jobs(&c).await;
     sim.clear_faults();
 
-    assert!(
-        requests.count(Some("list"), Some("pods")) >= 2,
-        "the pod list was not paged: {}",
-        breakdown(&requests)
-    );
+    // The listing the test meant to slow is the one that happened: streamed (tfjobs, pods
+    // and services, one request each), or paged (more than one page of pods).
+    let streamed = sim.streamed_lists() - streamed;
+    if streaming {
+        assert!(
+            streamed == 3 && requests.count(Some("list"), None) == 3,
+            "expected three streaming lists and no other list, got {streamed} streamed: {}",
+            breakdown(&requests)
+        );
+    } else {
+        assert!(
+            streamed == 0 && requests.count(Some("list"), Some("pods")) >= 3,
+            "the pod list was not paged after a refused streaming list: {}",
+            breakdown(&requests)
+        );
+    }
     let changed: Vec<String> = after
         .iter()
         .filter(|j| {
