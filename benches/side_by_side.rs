@@ -68,6 +68,8 @@ struct Args {
     /// Which of ours, kubeflow, kubeflow-tuned to run (all by default).
     only: Vec<String>,
     tuned: Option<Tuning>,
+    /// Our `--concurrency` (the default's when not given).
+    concurrency: u16,
 }
 
 impl Args {
@@ -77,6 +79,7 @@ impl Args {
             runs: 1,
             only: Vec::new(),
             tuned: None,
+            concurrency: OURS_DEFAULT,
         };
         let mut it = std::env::args().skip(1);
         while let Some(a) = it.next() {
@@ -90,6 +93,9 @@ impl Args {
                         .split(',')
                         .map(String::from)
                         .collect()
+                }
+                "--concurrency" => {
+                    args.concurrency = it.next().context("--concurrency N")?.parse()?
                 }
                 "--tuned" => {
                     let v: Vec<u32> = it
@@ -105,7 +111,7 @@ impl Args {
                 }
                 s if SECTIONS.contains(&s) => args.sections.push(a),
                 _ => bail!(
-                    "unknown argument {a}; sections: {}; flags: --runs N, --only ours,kubeflow,kubeflow-tuned, --tuned QPS,BURST,THREADS",
+                    "unknown argument {a}; sections: {}; flags: --runs N, --only ours,kubeflow,kubeflow-tuned, --tuned QPS,BURST,THREADS, --concurrency N",
                     SECTIONS.join(", ")
                 ),
             }
@@ -165,7 +171,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let mut contenders = Vec::new();
     for (who, c) in [
-        ("ours", Contender::ours(OURS_DEFAULT)),
+        ("ours", Contender::ours(args.concurrency)),
         ("kubeflow", Contender::kubeflow(Tuning::DEFAULT)),
         ("kubeflow-tuned", Contender::kubeflow(tuned)),
     ] {

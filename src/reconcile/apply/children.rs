@@ -10,19 +10,25 @@ use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use tokio::time::Instant;
 
-use super::events::{record, record_children};
+use super::events::{children_event, record, record_children};
 use super::{Deleted, Target, refused};
 use crate::error::Error;
-use crate::reconcile::plan::model::Deletion;
+use crate::reconcile::plan::model::{Deletion, EventNote};
 use crate::runtime::cache::{CachedPod, CachedService};
 
 /// Children created (or deleted) at once for one job.
 pub const CREATE_CONCURRENCY: usize = 16;
 
-/// Create pods and services, all concurrently (bounded). The error returned is that of the
+/// Create pods and services, all concurrently (bounded), and add the events they call for to
+/// `told` (recorded with the pass's other events, at once). The error returned is that of the
 /// first refused child in the plan's order (so the job's condition names the same child
 /// pass after pass), unless the namespace is being deleted, which says more.
-pub async fn create(t: &Target<'_>, pods: &[Pod], services: &[Service]) -> Result<(), Error> {
+pub async fn create(
+    t: &Target<'_>,
+    pods: &[Pod],
+    services: &[Service],
+    told: &mut Vec<EventNote>,
+) -> Result<(), Error> {
     let children: Vec<Child> = pods
         .iter()
         .cloned()
@@ -44,32 +50,19 @@ pub async fn create(t: &Target<'_>, pods: &[Pod], services: &[Service]) -> Resul
         .buffered(CREATE_CONCURRENCY)
         .collect()
         .await;
-    let made = |kind: Kind| -> Vec<String> {
-        results
+    for (kind, reason) in [
+        (Kind::Pod, "SuccessfulCreatePod"),
+        (Kind::Service, "SuccessfulCreateService"),
+    ] {
+        let made: Vec<String> = results
             .iter()
             .filter_map(|r| match r {
                 Ok(Made::New(k, name)) if *k == kind => Some(name.clone()),
                 _ => None,
             })
-            .collect()
-    };
-    record_children(
-        t,
-        "SuccessfulCreatePod",
-        "Created",
-        Kind::Pod.word(),
-        &made(Kind::Pod),
-    )
-    .await;
-    let services = made(Kind::Service);
-    record_children(
-        t,
-        "SuccessfulCreateService",
-        "Created",
-        Kind::Service.word(),
-        &services,
-    )
-    .await;
+            .collect();
+        told.extend(children_event(reason, "Created", kind.word(), &made));
+    }
     let mut errors: Vec<Error> = results.into_iter().filter_map(Result::err).collect();
     match errors
         .iter()

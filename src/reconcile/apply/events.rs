@@ -20,6 +20,12 @@ pub async fn record_planned(t: &Target<'_>, note: &EventNote) {
     record(t, type_, &note.reason, note.message.clone()).await;
 }
 
+/// Record the pass's events at once (each a request of its own: in sequence they held the
+/// pass, and its turn, for one round trip each). Their times follow their order.
+pub async fn record_all(t: &Target<'_>, notes: &[EventNote]) {
+    futures::future::join_all(notes.iter().map(|note| record_planned(t, note))).await;
+}
+
 /// Publish an event about the job. Failing to record an event never fails the reconcile.
 pub async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: String) {
     // The recorder folds events with the same (reason, action) into one series, keeping the
@@ -42,8 +48,13 @@ pub async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: St
     }
 }
 
-/// One event for what a pass did to children of one kind (docs/behaviour.md §9): none for no
+/// The event for what a pass did to children of one kind (docs/behaviour.md §9): none for no
 /// child, Kubeflow's `Created pod: <pod>` for one, `Created <n> pods: <names>` for more.
+pub fn children_event(reason: &str, verb: &str, kind: &str, names: &[String]) -> Option<EventNote> {
+    (!names.is_empty()).then(|| EventNote::normal(reason, children_note(verb, kind, names)))
+}
+
+/// Records `children_event` at once.
 pub async fn record_children(
     t: &Target<'_>,
     reason: &str,

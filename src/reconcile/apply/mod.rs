@@ -76,18 +76,20 @@ pub async fn children(t: &Target<'_>, plan: &Plan) -> Result<Option<Error>, Erro
     if t.memory.with(t.job_uid, |m| m.namespace_terminating) {
         return deleted.map(|()| None);
     }
+    let mut told = Vec::new();
     let created = match podgroup::write(t, &plan.podgroup).await {
-        Ok(()) => children::create(t, &plan.create_pods, &plan.create_services).await,
+        Ok(()) => {
+            let (pods, services) = (&plan.create_pods, &plan.create_services);
+            children::create(t, pods, services, &mut told).await
+        }
         Err(e) => Err(e),
     };
     if let Err(Error::NamespaceTerminating { .. }) = created {
         tracing::debug!("namespace is being deleted; the job is left to go with it");
         return deleted.map(|()| None);
     }
-    let fresh = t.memory.with(t.job_uid, |m| m.events.fresh(&plan.events));
-    for event in &fresh {
-        events::record_planned(t, event).await;
-    }
+    told.extend(t.memory.with(t.job_uid, |m| m.events.fresh(&plan.events)));
+    events::record_all(t, &told).await;
     let tried = plan.podgroup.allows_pods()
         || !plan.create_pods.is_empty()
         || !plan.create_services.is_empty();
