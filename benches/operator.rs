@@ -9,6 +9,8 @@ mod cluster;
 mod creation;
 #[path = "operator/footprint.rs"]
 mod footprint;
+#[path = "operator/kueue.rs"]
+mod kueue;
 #[path = "operator/process.rs"]
 mod process;
 #[path = "operator/scale.rs"]
@@ -25,14 +27,16 @@ const REPS: usize = 5;
 /// Added to every request in the second throughput pair: a real API server's write latency.
 const API_LATENCY: Duration = Duration::from_millis(5);
 
-/// Sections by name; `cargo bench --bench operator -- scale` runs only those named.
-const SECTIONS: [&str; 6] = [
+/// Sections by name; `cargo bench --bench operator -- scale` runs only those named. `kueue`
+/// (1 and 3–5 again, without and with `--kueue`) runs only when named.
+const SECTIONS: [&str; 7] = [
     "creation",
     "writes",
     "footprint",
     "throughput",
     "scale",
     "scale-10k",
+    "kueue",
 ];
 
 #[tokio::main]
@@ -49,13 +53,14 @@ async fn main() -> anyhow::Result<()> {
             SECTIONS.join(", ")
         );
     }
-    let run = |section: &str| asked.is_empty() || asked.iter().any(|a| a == section);
+    let named = |section: &str| asked.iter().any(|a| a == section);
+    let run = |section: &str| (asked.is_empty() && section != "kueue") || named(section);
     header();
 
     if run("creation") {
         let mut all = Vec::new();
         for workers in creation::WORKERS {
-            all.push(creation::measure(REPS, workers).await?);
+            all.push(creation::measure(REPS, workers, creation::Run::InProcess).await?);
         }
         print_creation(&all);
     }
@@ -63,13 +68,13 @@ async fn main() -> anyhow::Result<()> {
         print_writes(&writes::measure().await?);
     }
     if run("footprint") {
-        print_footprint(&footprint::measure().await?);
+        print_footprint(&footprint::measure(&[]).await?);
     }
     if run("throughput") {
         let mut runs = Vec::new();
         for latency in [Duration::ZERO, API_LATENCY] {
-            runs.push(throughput::measure(Some(1), latency).await?);
-            runs.push(throughput::measure(None, latency).await?);
+            runs.push(throughput::measure(Some(1), latency, &[]).await?);
+            runs.push(throughput::measure(None, latency, &[]).await?);
         }
         print_throughput(&runs);
     }
@@ -78,14 +83,17 @@ async fn main() -> anyhow::Result<()> {
             jobs: 1000,
             workers: 2,
         };
-        print_scale(&scale::measure(shape, true).await?);
+        print_scale(&scale::measure(shape, true, &[]).await?);
     }
     if run("scale-10k") {
         let shape = scale::Shape {
             jobs: 10_000,
             workers: 5,
         };
-        print_scale(&scale::measure(shape, false).await?);
+        print_scale(&scale::measure(shape, false, &[]).await?);
+    }
+    if run("kueue") {
+        kueue::print(&kueue::measure(REPS).await?);
     }
 
     println!(

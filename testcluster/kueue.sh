@@ -9,10 +9,12 @@
 #             externalFrameworks [TFJob.v1.kubeflow.org]
 # Everything else is the same in both.
 
-# tc_kueue_config MODE: writes $TC_DIR/kueue-config.yaml for MODE, with the ports in
-# $TC_DIR/kueue/ports (KUEUE_HEALTH_PORT, KUEUE_WEBHOOK_PORT).
+# tc_kueue_config MODE [SETTINGS]: writes $TC_DIR/kueue-config.yaml for MODE, with the ports in
+# $TC_DIR/kueue/ports (KUEUE_HEALTH_PORT, KUEUE_WEBHOOK_PORT). SETTINGS, a file of top-level
+# Configuration fields (the switch test writes docs/kueue.md's runbook snippet there), stands
+# in for MODE's `integrations` and `manageJobsWithoutQueueName`.
 tc_kueue_config() {
-  local mode=$1 integrations
+  local mode=$1 settings=${2:-} integrations
   # shellcheck source=/dev/null
   source "$TC_DIR/kueue/ports"
   case $mode in
@@ -28,6 +30,12 @@ tc_kueue_config() {
       ;;
     *) tc_die "Kueue mode must be builtin or external, not '$mode'" ;;
   esac
+  integrations="manageJobsWithoutQueueName: false
+integrations:
+$integrations"
+  if [[ -n $settings ]]; then
+    integrations=$(cat "$settings") || tc_die "cannot read Kueue settings $settings"
+  fi
   # Settings (defaults: apis/config/v1beta2/defaults.go of Kueue): no leader election (one
   # replica); every listener on 127.0.0.1 (health probes, webhooks) or off (metrics; the
   # visibility API server of feature VisibilityOnDemand, which would listen on :8082); jobs
@@ -39,7 +47,6 @@ tc_kueue_config() {
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system
-manageJobsWithoutQueueName: false
 leaderElection:
   leaderElect: false
 internalCertManagement:
@@ -55,10 +62,9 @@ webhook:
 waitForPodsReady:
   blockAdmission: false
   recoveryTimeout: 20s
-integrations:
-$integrations
 featureGates:
   VisibilityOnDemand: false
+$integrations
 EOF
   echo "$mode" >"$TC_DIR/kueue/mode"
 }

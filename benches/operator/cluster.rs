@@ -1,4 +1,5 @@
-//! A simulated cluster for the benchmarks: the simulator with the CRD installed, a client whose
+//! A simulated cluster for the benchmarks: the simulator with the TFJob CRD and Kueue's Workload
+//! CRD (what `--kueue` watches; the simulator serves any CRD) installed, a client whose
 //! requests are told apart from the operator's, job manifests, and reads of the simulator's
 //! store (which bypass HTTP, so measuring never adds requests). I/O.
 
@@ -59,6 +60,9 @@ impl Cluster {
         crds.create(&PostParams::default(), &tfjob_operator::crd::schema::crd())
             .await
             .context("installing the CRD")?;
+        crds.create(&PostParams::default(), &workload_crd()?)
+            .await
+            .context("installing Kueue's Workload CRD")?;
         Ok(())
     }
 
@@ -175,6 +179,26 @@ impl Cluster {
             tokio::time::sleep(every).await;
         }
     }
+}
+
+/// Kueue's Workload resource, schema left open: all the Kueue mode (`--kueue`) lists and
+/// watches at start, so its jobs without a queue label run as they would on a cluster with
+/// Kueue installed. No Workload is made in these benchmarks.
+fn workload_crd() -> anyhow::Result<CustomResourceDefinition> {
+    use tfjob_operator::kueue::plan::workload::{GROUP, VERSION};
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": format!("workloads.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "workloads", "singular": "workload", "kind": "Workload", "listKind": "WorkloadList"},
+            "versions": [{
+                "name": VERSION, "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    }))?)
 }
 
 /// A TFJob manifest: `replicas` lists (type, count, simulated run seconds of each pod).

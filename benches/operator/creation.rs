@@ -14,6 +14,7 @@ use tfjob_operator::reconcile::apply::children::CREATE_CONCURRENCY;
 use tfjob_operator::reconcile::build::children as desired;
 
 use super::cluster::{Cluster, InProcess, LONG_RUN, job};
+use super::process::Operator;
 
 /// Job sizes measured.
 pub const WORKERS: [i32; 2] = [100, 500];
@@ -33,11 +34,32 @@ pub struct Creation {
     pub with_events: Vec<Duration>,
 }
 
-pub async fn measure(reps: usize, workers: i32) -> anyhow::Result<Creation> {
+/// How the operator runs: in this process, or the binary spawned with extra flags.
+pub enum Run<'a> {
+    InProcess,
+    Spawned(&'a [&'a str]),
+}
+
+/// The operator of a measurement, stopped when it ends.
+enum Running {
+    InProcess(InProcess),
+    Spawned(Operator),
+}
+
+pub async fn measure(reps: usize, workers: i32, how: Run<'_>) -> anyhow::Result<Creation> {
     let cluster = Cluster::start().await?;
     cluster.namespace(OPERATOR_NS).await?;
     cluster.namespace(BASELINE_NS).await?;
-    let operator = InProcess::start(&cluster, &["--namespace", OPERATOR_NS]).await?;
+    let scope = ["--namespace", OPERATOR_NS];
+    let operator = match how {
+        Run::InProcess => Running::InProcess(InProcess::start(&cluster, &scope).await?),
+        Run::Spawned(extra) => {
+            let flags: Vec<&str> = scope.iter().chain(extra).copied().collect();
+            let mut operator = Operator::spawn(&cluster, &flags)?;
+            operator.until_synced(&cluster).await?;
+            Running::Spawned(operator)
+        }
+    };
     let mut out = Creation {
         workers,
         operator: Vec::new(),
@@ -56,7 +78,10 @@ pub async fn measure(reps: usize, workers: i32) -> anyhow::Result<Creation> {
         out.with_events
             .push(by_client(&cluster, BASELINE_NS, &ev, workers, true).await?);
     }
-    operator.stop().await;
+    match operator {
+        Running::InProcess(operator) => operator.stop().await,
+        Running::Spawned(operator) => drop(operator),
+    }
     Ok(out)
 }
 

@@ -26,10 +26,11 @@ pub struct Footprint {
     pub wall: Duration,
 }
 
-pub async fn measure() -> anyhow::Result<Footprint> {
+/// With the operator started with `flags` (e.g. `--kueue`).
+pub async fn measure(flags: &[&str]) -> anyhow::Result<Footprint> {
     let cluster = Cluster::start().await?;
     cluster.namespace(NS).await?;
-    let mut operator = Operator::spawn(&cluster, &[])?;
+    let mut operator = Operator::spawn(&cluster, flags)?;
     operator.until_synced(&cluster).await?;
     tokio::time::sleep(SETTLE).await;
     let idle_kib = operator.rss_kib()?;

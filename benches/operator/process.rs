@@ -16,6 +16,8 @@ const BINARY: &str = env!("CARGO_BIN_EXE_tfjob-operator");
 pub struct Operator {
     child: Child,
     kubeconfig: PathBuf,
+    /// Started with `--kueue`: its Workload watch is part of being synced.
+    kueue: bool,
 }
 
 impl Operator {
@@ -37,16 +39,21 @@ impl Operator {
             .env("KUBECONFIG", &kubeconfig)
             .env_remove("KUBEFLOW_NAMESPACE")
             .env_remove("TFJOB_CONCURRENCY")
+            .env_remove("TFJOB_KUEUE")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .with_context(|| format!("spawning {BINARY}"))?;
-        Ok(Self { child, kubeconfig })
+        Ok(Self {
+            child,
+            kubeconfig,
+            kueue: flags.contains(&"--kueue"),
+        })
     }
 
-    /// Wait until its caches are synced: it lists, then watches, TFJobs, pods and services,
-    /// so a watch request on each means the initial lists are in.
+    /// Wait until its caches are synced: it lists, then watches, TFJobs, pods and services
+    /// (and Workloads with `--kueue`), so a watch request on each means the initial lists are in.
     pub async fn until_synced(&mut self, cluster: &Cluster) -> anyhow::Result<()> {
         let start = Instant::now();
         loop {
@@ -54,8 +61,10 @@ impl Operator {
                 bail!("the operator exited early: {status}");
             }
             let requests = cluster.operator_requests();
+            let kueue = self.kueue.then_some("workloads");
             let watching = ["tfjobs", "pods", "services"]
-                .iter()
+                .into_iter()
+                .chain(kueue)
                 .all(|r| requests.count(Some("watch"), Some(r)) > 0);
             if watching {
                 return Ok(());

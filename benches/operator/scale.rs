@@ -77,16 +77,16 @@ pub struct Big {
     pub with_big_kib: u64,
 }
 
-pub async fn measure(shape: Shape, big: bool) -> anyhow::Result<Scale> {
+/// With the operator started with `extra` flags (e.g. `--kueue`) besides its own.
+pub async fn measure(shape: Shape, big: bool, extra: &[&str]) -> anyhow::Result<Scale> {
     let cluster = Cluster::start().await?;
     cluster.namespace(NS).await?;
     cluster.namespace(BASELINE_NS).await?;
     let metrics_port = free_port()?;
     let metrics = format!("127.0.0.1:{metrics_port}");
-    let mut operator = Operator::spawn(
-        &cluster,
-        &["--namespace", NS, "--metrics-bind-address", &metrics],
-    )?;
+    let mut flags = vec!["--namespace", NS, "--metrics-bind-address", &metrics];
+    flags.extend_from_slice(extra);
+    let mut operator = Operator::spawn(&cluster, &flags)?;
     operator.until_synced(&cluster).await?;
     tokio::time::sleep(SETTLE).await;
     let idle_kib = operator.rss_kib()?;

@@ -25,7 +25,12 @@ pub struct Throughput {
     pub writes: u64,
 }
 
-pub async fn measure(concurrency: Option<u16>, latency: Duration) -> anyhow::Result<Throughput> {
+/// With the operator started with `extra` flags (e.g. `--kueue`) besides `--concurrency`.
+pub async fn measure(
+    concurrency: Option<u16>,
+    latency: Duration,
+    extra: &[&str],
+) -> anyhow::Result<Throughput> {
     let cluster = Cluster::start().await?;
     if !latency.is_zero() {
         cluster
@@ -34,10 +39,11 @@ pub async fn measure(concurrency: Option<u16>, latency: Duration) -> anyhow::Res
     }
     cluster.namespace(NS).await?;
     let flag = concurrency.map(|c| c.to_string());
-    let flags: Vec<&str> = match &flag {
+    let mut flags: Vec<&str> = match &flag {
         Some(c) => vec!["--concurrency", c],
         None => vec![],
     };
+    flags.extend_from_slice(extra);
     let mut operator = Operator::spawn(&cluster, &flags)?;
     operator.until_synced(&cluster).await?;
     let before = cluster.operator_requests();

@@ -22,6 +22,9 @@ use crate::error::Error;
 
 /// How soon a failed clean-up is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// How many times one Workload is read again after a 409 Conflict before the clean-up is left
+/// to `RETRY`.
+const CONFLICT_REREADS: usize = 3;
 
 /// Cleans up after the jobs named on `keys` while the scope runs; a Workload whose job the
 /// TFJob cache does not hold (yet) is checked against the API server first.
@@ -92,16 +95,104 @@ async fn clean(
             source,
         })?;
     let live_uid = live.and_then(|j| j.metadata.uid);
-    let mut gone: Vec<Workload> = orphans
+    let gone = orphans
         .iter()
-        .filter(|w| w.controller().map(|(u, _)| u) != live_uid.as_deref())
-        .map(|w| w.as_ref().clone())
-        .collect();
-    let acts = finalize(&gone.iter().collect::<Vec<_>>(), true);
-    for act in &acts {
-        if let Some(done) = workload_act(&side.client, &mut gone, act).await {
-            done?;
+        .filter(|w| w.controller().map(|(u, _)| u) != live_uid.as_deref());
+    for w in gone {
+        release(side, w.as_ref().clone()).await?;
+    }
+    Ok(())
+}
+
+/// Finishes and releases one Workload. The cache's copy may be older than the API server's:
+/// the job's deletion that woke the janitor also has the garbage collector mark the Workload
+/// deleted (and Kueue reacts to it), so a write on the cached resourceVersion gets 409
+/// Conflict. Then the Workload is read again and decided anew, at once.
+async fn release(side: &KueueSide, mut current: Workload) -> Result<(), Error> {
+    for rereads in 0.. {
+        let acts = finalize(&[&current], true);
+        let mut written = vec![current.clone()];
+        let mut result = Ok(());
+        for act in &acts {
+            if let Some(Err(e)) = workload_act(&side.client, &mut written, act).await {
+                result = Err(e);
+                break;
+            }
+        }
+        if next(&result, rereads) == Next::Done {
+            return result;
+        }
+        tracing::debug!(
+            workload = current.name(),
+            "Workload changed under the janitor; read again"
+        );
+        match reread(side, &current).await? {
+            Some(fresh) if fresh.metadata.uid == current.metadata.uid => current = fresh,
+            _ => return Ok(()),
         }
     }
     Ok(())
+}
+
+/// What follows one Workload's writes.
+#[derive(Debug, PartialEq)]
+enum Next {
+    /// Done, or failed in a way a fresh read does not mend (retried after `RETRY`).
+    Done,
+    /// Written on a stale resourceVersion: read the Workload again and decide anew.
+    Reread,
+}
+
+fn next(result: &Result<(), Error>, rereads: usize) -> Next {
+    match result {
+        Err(e) if is_conflict(e) && rereads < CONFLICT_REREADS => Next::Reread,
+        _ => Next::Done,
+    }
+}
+
+fn is_conflict(e: &Error) -> bool {
+    matches!(e, Error::Kueue { source: kube::Error::Api(s), .. } if s.code == 409)
+}
+
+/// The Workload as the API server has it now; None once it is gone (one of the same name
+/// and another uid is not it either: the caller checks).
+async fn reread(side: &KueueSide, w: &Workload) -> Result<Option<Workload>, Error> {
+    let namespace = w.metadata.namespace.as_deref().unwrap_or_default();
+    let api: Api<Workload> = Api::namespaced(side.client.clone(), namespace);
+    api.get_opt(w.name()).await.map_err(|source| Error::Kueue {
+        action: "reading Workload",
+        name: w.name().into(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(code: u16) -> Result<(), Error> {
+        Err(Error::Kueue {
+            action: "writing the status of Workload",
+            name: "tfjob-a-12345".into(),
+            source: kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                ..kube::core::Status::failure("refused", "Conflict")
+            })),
+        })
+    }
+
+    #[test]
+    fn a_conflict_reads_the_workload_again_at_once_a_bounded_number_of_times() {
+        assert_eq!(next(&refused(409), 0), Next::Reread);
+        assert_eq!(next(&refused(409), CONFLICT_REREADS - 1), Next::Reread);
+        assert_eq!(next(&refused(409), CONFLICT_REREADS), Next::Done);
+    }
+
+    #[test]
+    fn success_and_other_errors_end_the_release() {
+        assert_eq!(next(&Ok(()), 0), Next::Done);
+        assert_eq!(next(&refused(403), 0), Next::Done);
+        assert_eq!(next(&refused(500), 0), Next::Done);
+        assert_eq!(next(&Err(Error::WorkloadsNotSynced), 0), Next::Done);
+    }
 }

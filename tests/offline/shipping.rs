@@ -331,7 +331,7 @@ fn the_kueue_config_adds_the_kueue_rules_and_the_flag_only() {
     let expected = [
         (
             "workloads",
-            vec!["list", "watch", "create", "patch", "delete"],
+            vec!["get", "list", "watch", "create", "patch", "delete"],
         ),
         ("workloads/status", vec!["patch"]),
         ("tfjobs", vec!["get", "patch"]),

@@ -96,10 +96,10 @@ namespaced objects, in the ClusterRole or in each watched namespace's Role... */
 {{- define "tfjob-operator.kueueRules" -}}
 # One Workload per queued TFJob: watched; created; its spec patched when the job changes
 # while it waits (PodSets, queue, priority); its finalizer patched away; deleted when it no
-# longer describes the job.
+# longer describes the job; read again when a write on the watched version got 409 Conflict.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["workloads"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # PodsReady, Finished, and the quota given back after an eviction.
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["workloads/status"]

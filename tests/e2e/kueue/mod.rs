@@ -19,6 +19,7 @@
 //! (every other test's) are never seen by Kueue.
 
 mod external;
+mod runbook;
 mod switch;
 
 use std::collections::BTreeMap;

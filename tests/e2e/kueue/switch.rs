@@ -1,5 +1,6 @@
 //! Changing Kueue's mode in a live cluster, as a user upgrading Kueue does: the runbook of
-//! docs/kueue.md ("Switching a live cluster"), step by step; and the API writes a queued job
+//! docs/kueue.md ("Switching a live cluster"), step by step, each way, with the Kueue
+//! Configuration and operator flags read from the runbook (`runbook.rs`); and the API writes a queued job
 //! costs from creation to `Finished` in each mode, on the same cluster in one run. These
 //! tests restart Kueue, so they run alone, one after the other, each setting the mode it
 //! starts from: `testcluster/e2e` runs them after the external mode's tests
@@ -7,12 +8,15 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DynamicObject, ListParams};
+use serde_json::{Value, json};
 use tfjob_operator::crd::{ConditionType, TFJob};
 
+use super::runbook::Direction;
 use super::{Flavor, Queue, kueue_present, kueue_true, queued_job, suspended, until_bound_pods};
 use crate::support::real::{audit_entries_since, audit_offset};
-use crate::support::{TestCluster, record_jobs, record_pods, settle};
+use crate::support::{Recorder, TestCluster, record_jobs, record_pods, settle};
 
 fn alone(test: &str) -> bool {
     if !kueue_present(test) {
@@ -29,9 +33,29 @@ fn alone(test: &str) -> bool {
 
 /// `testcluster/kueue-mode MODE`: Kueue restarted with the other Configuration.
 fn kueue_mode(mode: &str) {
+    kueue_mode_with(mode, &[]);
+}
+
+/// Step 1 of the runbook's `direction`: Kueue restarted with the Configuration it shows.
+fn runbook_step_1(direction: &Direction) {
+    let settings = direction.settings_file();
+    kueue_mode_with(direction.mode, &[settings.to_str().expect("a UTF-8 path")]);
+    let _ = std::fs::remove_file(settings);
+}
+
+/// Step 2: the test's operator restarted with the flags of the `config/` directory it applies.
+async fn runbook_step_2(c: &mut TestCluster, direction: &Direction) {
+    let flags = direction.operator_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    c.stop_operator().await;
+    c.start_operator_with(&flags);
+}
+
+fn kueue_mode_with(mode: &str, settings: &[&str]) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/testcluster/kueue-mode");
     let out = std::process::Command::new(script)
         .arg(mode)
+        .args(settings)
         .output()
         .expect("running testcluster/kueue-mode");
     assert!(
@@ -53,9 +77,9 @@ async fn workloads_of(q: &Queue, uid: &str) -> Vec<DynamicObject> {
         .collect()
 }
 
-/// The runbook: one job admitted and running and one waiting under Kueue's built-in
-/// integration; Kueue switched to the external framework, then the operator given
-/// `--kueue`. The running job keeps its Workload (the same object) and its quota, and is
+/// The runbook to the external framework: one job admitted and running and one waiting under
+/// Kueue's built-in integration; Kueue switched to the external framework, then the operator
+/// given `--kueue`. The running job keeps its Workload (the same object) and its quota, and is
 /// never suspended nor restarted; when it finishes, the waiting job's Workload (the one the
 /// built-in integration made, adopted, not duplicated) is admitted and the job runs.
 #[tokio::test]
@@ -64,10 +88,35 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
     if !alone(test) {
         return;
     }
-    // Before: Kueue's built-in TFJob integration, the operator without --kueue.
-    kueue_mode("builtin");
-    let mut c = TestCluster::without_operator("kueue-switch").await;
-    c.start_operator_with(&[]);
+    let from = Direction::read("Back to the built-in integration");
+    let to = Direction::read("To the external framework");
+    switch_keeps_running_jobs_and_admits_queued_ones("kueue-switch", &from, &to).await;
+}
+
+/// The runbook back to Kueue's built-in integration: the same, the other way; Kueue's
+/// integration adopts the Workloads the operator made.
+#[tokio::test]
+async fn switching_back_to_the_builtin_integration_keeps_running_jobs_and_admits_queued_ones() {
+    let test =
+        "switching_back_to_the_builtin_integration_keeps_running_jobs_and_admits_queued_ones";
+    if !alone(test) {
+        return;
+    }
+    let from = Direction::read("To the external framework");
+    let to = Direction::read("Back to the built-in integration");
+    switch_keeps_running_jobs_and_admits_queued_ones("kueue-switch-back", &from, &to).await;
+}
+
+/// The cluster as the runbook's `from` direction leaves it, a job admitted and running and one
+/// waiting, then the runbook's `to` direction step by step, and its step 3's checks.
+async fn switch_keeps_running_jobs_and_admits_queued_ones(
+    namespace: &str,
+    from: &Direction,
+    to: &Direction,
+) {
+    runbook_step_1(from);
+    let mut c = TestCluster::without_operator(namespace).await;
+    runbook_step_2(&mut c, from).await;
     let q = Queue::new(
         &c,
         &[Flavor {
@@ -78,7 +127,7 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
     )
     .await;
     let (jobs, pods) = (record_jobs(&c).await, record_pods(&c, "first").await);
-    let first = c.create(queued_job("first", &[("Worker", 2, "25")])).await;
+    let first = c.create(queued_job("first", &[("Worker", 2, "30")])).await;
     let first_wl = q.workload_of(&first).await;
     until_bound_pods(&c, "first", 2).await;
     c.until_condition("first", ConditionType::Running).await;
@@ -89,12 +138,18 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
         &q.workloads().get(&name(&second_wl)).await.unwrap(),
         "QuotaReserved"
     ));
+    q.until_admitted(1).await;
+    let held = quota_held(&q, &name(&first_wl)).await;
 
-    // Step 1: Kueue's Configuration with the external framework, Kueue restarted.
-    kueue_mode("external");
-    // Step 2: the operator restarted with --kueue.
-    c.stop_operator().await;
-    c.start_operator_with(&["--kueue"]);
+    // Step 1: Kueue's Configuration as the runbook shows it, Kueue restarted.
+    runbook_step_1(to);
+    let after = quota_held(&q, &name(&first_wl)).await;
+    assert_eq!(after, held, "quota kept after step 1 ({})", to.mode);
+    // Step 2: the operator restarted with the flags of the runbook's config/ directory.
+    runbook_step_2(&mut c, to).await;
+    settle().await;
+    let after = quota_held(&q, &name(&first_wl)).await;
+    assert_eq!(after, held, "quota kept after step 2 ({})", to.mode);
 
     // Step 3: the running job finishes under its own Workload; the waiting one runs.
     c.until_condition("first", ConditionType::Succeeded).await;
@@ -117,24 +172,44 @@ async fn switching_to_the_external_framework_keeps_running_jobs_and_admits_queue
             "adopted, not replaced"
         );
     }
-    // The running job was never suspended again, nor restarted.
+    never_suspended_nor_restarted(&jobs, &pods, "first");
+}
+
+/// What holds the quota of the admitted job's Workload `workload`: the Workload (uid) and its
+/// `status.admission`, and its ClusterQueue's `admittedWorkloads` and `flavorsUsage`.
+async fn quota_held(q: &Queue, workload: &str) -> Value {
+    let w = q.workloads().get(workload).await.unwrap();
+    let cq = q.cluster_queues().get(&q.name).await.unwrap();
+    let admission = &w.data["status"]["admission"];
+    assert!(admission.is_object(), "{workload} is admitted: {w:?}");
+    json!({
+        "workload": w.metadata.uid,
+        "admission": admission,
+        "admittedWorkloads": cq.data["status"]["admittedWorkloads"],
+        "flavorsUsage": cq.data["status"]["flavorsUsage"],
+    })
+}
+
+/// Job `job` was never suspended after its admission, its worker pods were never replaced and
+/// never restarted.
+fn never_suspended_nor_restarted(jobs: &Recorder<TFJob>, pods: &Recorder<Pod>, job: &str) {
     let versions: Vec<TFJob> = jobs
         .seen()
         .into_iter()
-        .filter(|j| j.metadata.name.as_deref() == Some("first"))
+        .filter(|j| j.metadata.name.as_deref() == Some(job))
         .collect();
     let resumed = versions
         .iter()
         .position(|j| suspended(j) == Some(false))
-        .expect("first resumed");
+        .unwrap_or_else(|| panic!("{job} resumed"));
     assert!(
         versions[resumed..]
             .iter()
             .all(|j| suspended(j) == Some(false)),
-        "first suspended after its admission"
+        "{job} suspended after its admission"
     );
-    for worker in ["first-worker-0", "first-worker-1"] {
-        assert_eq!(pods.uids_of(worker).len(), 1, "{worker} restarted");
+    for worker in [format!("{job}-worker-0"), format!("{job}-worker-1")] {
+        assert_eq!(pods.uids_of(&worker).len(), 1, "{worker} restarted");
     }
     assert!(versions.iter().all(|j| {
         crate::support::restarts(j, tfjob_operator::crd::ReplicaType::Worker).unwrap_or(0) == 0
