@@ -12,12 +12,13 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use tokio::sync::watch;
 
+use crate::child::{ChildPod, ChildService};
 use crate::crd::cached::CachedJob;
 use crate::crd::labels::{LABEL_OPERATOR_NAME, OPERATOR_NAME};
 use crate::kueue::cache::WorkloadCache;
 use crate::kueue::janitor;
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
-use crate::runtime::cache::{CachedPod, CachedService};
+use crate::runtime::cache::{Watched, child_events};
 use crate::runtime::departed::Departed;
 use crate::runtime::listing::watch as watch_api;
 use crate::runtime::podgroups::GroupCache;
@@ -34,19 +35,22 @@ pub async fn run_scope(
     on_ready: impl FnOnce() + Send + 'static,
 ) {
     let client = shared.client.clone();
-    let (jobs_api, pods_api, services_api): (Api<CachedJob>, Api<CachedPod>, Api<CachedService>) =
-        match &namespace {
-            Some(ns) => (
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client, ns),
-            ),
-            None => (
-                Api::all(client.clone()),
-                Api::all(client.clone()),
-                Api::all(client),
-            ),
-        };
+    let (jobs_api, pods_api, services_api): (
+        Api<CachedJob>,
+        Api<Watched<ChildPod>>,
+        Api<Watched<ChildService>>,
+    ) = match &namespace {
+        Some(ns) => (
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client, ns),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client),
+        ),
+    };
     // Only our children are cached, read into what the planner needs (`runtime::cache`).
     let ours = watcher::Config::default().labels(&format!("{LABEL_OPERATOR_NAME}={OPERATOR_NAME}"));
     let (pods, services) = (ChildCache::default(), ChildCache::default());
@@ -55,10 +59,9 @@ pub async fn run_scope(
     let (services_synced, service_sync) = watch::channel(false);
     let departed = Departed::default();
     let noted = departed.clone();
-    let pod_events = watch_api(pods_api, ours.clone())
-        .default_backoff()
+    let pod_events = child_events(pods_api, ours.clone())
         .inspect(move |event| event.iter().for_each(|e| noted.note(e)));
-    let service_events = watch_api(services_api, ours).default_backoff();
+    let service_events = child_events(services_api, ours);
     // Each child watch runs on its own task (decoding a busy watch is real work, which then
     // runs beside the reconciles) and hands the jobs to wake to the controller over a channel.
     // Dropping the set when this scope ends stops them.

@@ -7,6 +7,7 @@
 //! crate-private.
 #![forbid(unsafe_code)]
 
+pub mod child;
 pub mod cli;
 pub(crate) mod controller;
 pub mod convert;

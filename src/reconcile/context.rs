@@ -8,6 +8,7 @@ use kube::Client;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::child::{ChildPod, ChildService};
 use crate::crd::cached::CachedJob;
 use crate::error::Error;
 use crate::kueue::KueueSide;
@@ -16,7 +17,6 @@ use crate::metrics::Metrics;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::Settings;
-use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::departed::Departed;
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::recorder::EventRecorder;
@@ -41,8 +41,8 @@ pub struct Shared {
 pub struct Context {
     pub shared: Arc<Shared>,
     pub jobs: Store<CachedJob>,
-    pub pods: ChildCache<CachedPod>,
-    pub services: ChildCache<CachedService>,
+    pub pods: ChildCache<ChildPod>,
+    pub services: ChildCache<ChildService>,
     pub caches: Caches,
     /// The last state of pods a disruption deleted (`runtime::departed`).
     pub departed: Departed,

@@ -3,7 +3,6 @@
 //! its last creates, and (Kueue mode) its Workload's queue.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Resource;
 use kube::api::DynamicObject;
 
@@ -17,17 +16,17 @@ use crate::runtime::podgroups::{GroupCache, GroupSync};
 /// What the pass plans on: the job's children and PodGroup as the caches have them, with
 /// what the controller remembers of its own writes.
 pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timestamp) -> Observed {
-    let cached_pods: Vec<Pod> = ctx
+    let cached_pods: Vec<_> = ctx
         .pods
         .of_job(job.namespace, job.name)
         .iter()
-        .map(|p| p.to_pod())
+        .map(|p| (**p).clone())
         .collect();
-    let cached_services: Vec<Service> = ctx
+    let cached_services: Vec<_> = ctx
         .services
         .of_job(job.namespace, job.name)
         .iter()
-        .map(|s| s.to_service())
+        .map(|s| (**s).clone())
         .collect();
     let group = ctx
         .podgroups
@@ -37,9 +36,9 @@ pub fn observe(ctx: &Context, object: &CachedJob, job: &JobMeta<'_>, now: Timest
     ctx.shared.memory.with(job.uid, |m| {
         let mut pods = m.pending.overlay(cached_pods, now);
         let never_created = m.pending.never_created(&pods, now);
-        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        pods.sort_by(|a, b| a.name.cmp(&b.name));
         let mut services = cached_services;
-        services.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        services.sort_by(|a, b| a.name.cmp(&b.name));
         Observed {
             departed: ctx.departed.of_job(job.namespace, job.name, &pods),
             pods,

@@ -11,18 +11,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 
-use crate::crd::labels::LABEL_JOB_NAME;
-use crate::runtime::cache::CachedPod;
+use crate::child::ChildPod;
 
 /// How long a departed pod's last state is kept: its replacement is created within moments,
 /// and once it exists the last state is no longer asked for.
 pub const KEPT_FOR: Duration = Duration::from_secs(600);
 
 /// (namespace, job name) → pod name → (when it went, its last state).
-type Departures = HashMap<(String, String), HashMap<String, (Instant, Arc<CachedPod>)>>;
+type Departures = HashMap<(String, String), HashMap<String, (Instant, Arc<ChildPod>)>>;
 
 /// The departed pods of a watch; cheap to clone (one shared map).
 #[derive(Clone, Default)]
@@ -34,18 +32,17 @@ impl Departed {
     /// Notes a watch event: a deleted pod that a disruption may have ended (its
     /// `DisruptionTarget` condition, or a pod-level reason such as `Evicted`) is kept; any
     /// other deleted pod removes what was kept under its name.
-    pub fn note(&self, event: &Event<CachedPod>) {
+    pub fn note(&self, event: &Event<ChildPod>) {
         let Event::Delete(pod) = event else { return };
-        let meta = &pod.metadata;
-        let labels = meta.labels.as_ref();
-        let job = labels.and_then(|l| l.get(LABEL_JOB_NAME)).cloned();
-        let (Some(ns), Some(name), Some(job)) = (meta.namespace.clone(), meta.name.clone(), job)
-        else {
+        if pod.job.is_empty() || pod.namespace.is_empty() {
             return;
-        };
-        let status = pod.status.as_ref();
-        let telling =
-            status.is_some_and(|s| s.conditions.disruption.is_some() || s.reason.is_some());
+        }
+        let (ns, name, job) = (
+            pod.namespace.to_string(),
+            pod.name.clone(),
+            pod.job.to_string(),
+        );
+        let telling = pod.disruption.is_some();
         let now = Instant::now();
         let mut by_job = self.by_job.lock().unwrap_or_else(|e| e.into_inner());
         by_job.retain(|_, pods| {
@@ -61,18 +58,14 @@ impl Departed {
 
     /// The last states kept of the job's departed pods, except those whose name a live pod
     /// (another uid) holds again: their replacement is there.
-    pub fn of_job(&self, namespace: &str, job: &str, live: &[Pod]) -> Vec<Pod> {
+    pub fn of_job(&self, namespace: &str, job: &str, live: &[ChildPod]) -> Vec<ChildPod> {
         let mut by_job = self.by_job.lock().unwrap_or_else(|e| e.into_inner());
         let key = (namespace.to_string(), job.to_string());
         let Some(pods) = by_job.get_mut(&key) else {
             return Vec::new();
         };
-        pods.retain(|name, (_, last)| {
-            !live.iter().any(|p| {
-                p.metadata.name.as_ref() == Some(name) && p.metadata.uid != last.metadata.uid
-            })
-        });
-        pods.values().map(|(_, last)| last.to_pod()).collect()
+        pods.retain(|name, (_, last)| !live.iter().any(|p| p.name == *name && p.uid != last.uid));
+        pods.values().map(|(_, last)| (**last).clone()).collect()
     }
 }
 
@@ -81,23 +74,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(uid: &str, condition: Option<&str>) -> CachedPod {
+    fn pod(uid: &str, condition: Option<&str>) -> ChildPod {
         let conditions: Vec<_> = condition
             .map(|r| json!({"type": "DisruptionTarget", "status": "True", "reason": r}))
             .into_iter()
             .collect();
         serde_json::from_value(json!({
             "metadata": {"name": "j-worker-0", "namespace": "ns", "uid": uid,
-                         "labels": {LABEL_JOB_NAME: "j"}},
+                         "labels": {"training.kubeflow.org/job-name": "j"}},
             "status": {"phase": "Failed", "conditions": conditions}
         }))
         .unwrap()
     }
 
-    fn uids(pods: &[Pod]) -> Vec<&str> {
-        pods.iter()
-            .filter_map(|p| p.metadata.uid.as_deref())
-            .collect()
+    fn uids(pods: &[ChildPod]) -> Vec<&str> {
+        pods.iter().filter_map(|p| p.uid.as_deref()).collect()
     }
 
     #[test]
@@ -108,7 +99,7 @@ mod tests {
         departed.note(&Event::Delete(pod("1", Some("DeletionByPodGC"))));
         assert_eq!(uids(&departed.of_job("ns", "j", &[])), ["1"]);
         assert!(departed.of_job("ns", "other", &[]).is_empty());
-        let replacement = pod("2", None).to_pod();
+        let replacement = pod("2", None);
         assert!(departed.of_job("ns", "j", &[replacement]).is_empty());
         assert!(
             departed.of_job("ns", "j", &[]).is_empty(),

@@ -28,12 +28,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use kube::runtime::watcher::Event;
 use tokio::time::Instant;
 
-use crate::crd::labels::LABEL_JOB_NAME;
+use crate::child::Identity;
 
 /// How long a created child is assumed without any word of it from the watch.
 pub const ASSUMED_TTL: Duration = Duration::from_secs(60);
@@ -114,22 +112,14 @@ impl<K> Default for ChildCache<K> {
 }
 
 /// ((namespace, name), job name) of a child.
-fn place<K: Resource>(obj: &K) -> (Place, String) {
-    let meta = obj.meta();
-    let ns = meta.namespace.clone().unwrap_or_default();
-    let name = meta.name.clone().unwrap_or_default();
-    let job = meta
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL_JOB_NAME))
-        .cloned()
-        .unwrap_or_default();
-    ((ns, name), job)
+fn place<K: Identity>(obj: &K) -> (Place, String) {
+    let ns = obj.namespace().unwrap_or_default().to_string();
+    ((ns, obj.name().to_string()), obj.job_label().to_string())
 }
 
 /// The resourceVersion as a number, when it is one (KEP-5504: digits, no leading zero).
-fn version(meta: &ObjectMeta) -> Option<u64> {
-    let rv = meta.resource_version.as_deref()?;
+fn version<K: Identity>(obj: &K) -> Option<u64> {
+    let rv = obj.resource_version()?;
     (!rv.starts_with('0')).then(|| rv.parse().ok()).flatten()
 }
 
@@ -138,7 +128,7 @@ fn older(a: Option<u64>, b: Option<u64>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if a < b)
 }
 
-impl<K: Resource> Filing<K> {
+impl<K: Identity> Filing<K> {
     fn file(&mut self, obj: Arc<K>) {
         let (at, job) = place(&*obj);
         if let Some(old_job) = self.filed.get(&at)
@@ -173,7 +163,7 @@ impl<K: Resource> Filing<K> {
     }
 }
 
-impl<K: Resource> State<K> {
+impl<K: Identity> State<K> {
     /// Whether a watch event about `obj` is about an older object than the assumed child of
     /// that name (an update or deletion queued in the watch when ours was created): it must
     /// not replace ours. An event about our own child settles it.
@@ -181,12 +171,12 @@ impl<K: Resource> State<K> {
         let Some(assumed) = self.assumed.get(at) else {
             return false;
         };
-        let meta = obj.meta();
-        if meta.uid.is_some() && meta.uid == assumed.uid {
+        let uid = obj.uid();
+        if uid.is_some() && uid == assumed.uid.as_deref() {
             self.assumed.remove(at);
             return false;
         }
-        let stale = match (version(meta), assumed.version) {
+        let stale = match (version(obj), assumed.version) {
             (Some(event), Some(ours)) => event < ours,
             // Not comparable: a deletion of another uid is the old object's.
             _ => deleted,
@@ -231,7 +221,7 @@ impl<K: Resource> State<K> {
             };
             let listed = listing
                 .get(&at)
-                .map(|o| (o.meta().uid.clone(), version(o.meta())));
+                .map(|o| (o.uid().map(str::to_string), version(&**o)));
             // Created while this list was under way: the list may predate it.
             let during = a.lists == self.lists;
             let keep = match &listed {
@@ -251,7 +241,7 @@ impl<K: Resource> State<K> {
     }
 }
 
-impl<K: Resource> ChildCache<K> {
+impl<K: Identity> ChildCache<K> {
     fn read(&self) -> RwLockReadGuard<'_, State<K>> {
         // A panic while holding the lock cannot leave the maps half-updated in a way that
         // matters more than losing the cache; keep serving.
@@ -280,7 +270,7 @@ impl<K: Resource> ChildCache<K> {
                         false => state.current.file(Arc::new(obj.clone())),
                     }
                 }
-                state.settle(version(obj.meta()), now)
+                state.settle(version(obj), now)
             }
             Event::Init => {
                 state.lists += 1;
@@ -289,7 +279,7 @@ impl<K: Resource> ChildCache<K> {
                 Vec::new()
             }
             Event::InitApply(obj) => {
-                let seen = version(obj.meta());
+                let seen = version(obj);
                 let state = &mut *state;
                 if let Some(listing) = &mut state.listing {
                     listing.file(Arc::new(obj.clone()));
@@ -310,16 +300,14 @@ impl<K: Resource> ChildCache<K> {
     pub fn created(&self, obj: K, now: Instant) {
         let mut state = self.write();
         let (at, _) = place(&obj);
-        let meta = obj.meta();
-        if let Some(seen) = state.current.get(&at) {
-            let seen = seen.meta();
-            if seen.uid == meta.uid || older(version(meta), version(seen)) {
-                return;
-            }
+        if let Some(seen) = state.current.get(&at)
+            && (seen.uid() == obj.uid() || older(version(&obj), version(&**seen)))
+        {
+            return;
         }
         let assumed = Assumed {
-            uid: meta.uid.clone(),
-            version: version(meta),
+            uid: obj.uid().map(str::to_string),
+            version: version(&obj),
             lists: state.lists,
             at: now,
         };

@@ -13,9 +13,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use kube::runtime::watcher::Event;
+
+use crate::child::Identity;
 
 /// What an event did to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +48,7 @@ impl<K> Default for Tracker<K> {
 /// The cache is complete (`Some(true)`), or a (re-)list has begun (`Some(false)`).
 pub type Synced = Option<bool>;
 
-impl<K: Resource> Tracker<K> {
+impl<K: Identity> Tracker<K> {
     /// Reports each object `event` touched or removed to `seen`, and returns the change of
     /// sync state. `cached` is called at the start of a re-list, for the objects the cache
     /// holds then (the cache keeps its old content until the re-list is done).
@@ -73,11 +73,9 @@ impl<K: Resource> Tracker<K> {
                 let unchanged = self.relist.as_mut().is_some_and(|relist| {
                     let k = key(obj);
                     let old = relist.before.get(&k);
-                    replaced = old
-                        .filter(|old| other_object(old.meta(), obj.meta()))
-                        .cloned();
+                    replaced = old.filter(|old| other_object(&***old, obj)).cloned();
                     relist.listed.insert(k);
-                    old.is_some_and(|old| same_version(old.meta(), obj.meta()))
+                    old.is_some_and(|old| same_version(&**old, obj))
                 });
                 // Deleted and created again under its name while the watch was down: the
                 // old object is gone too (its uid's memory must go with it).
@@ -104,21 +102,17 @@ impl<K: Resource> Tracker<K> {
 }
 
 /// Two objects of one name, each with its own uid.
-fn other_object(a: &ObjectMeta, b: &ObjectMeta) -> bool {
-    a.uid.is_some() && b.uid.is_some() && a.uid != b.uid
+fn other_object(a: &impl Identity, b: &impl Identity) -> bool {
+    a.uid().is_some() && b.uid().is_some() && a.uid() != b.uid()
 }
 
 /// Both carry the same resourceVersion (an object without one is taken as changed).
-fn same_version(a: &ObjectMeta, b: &ObjectMeta) -> bool {
-    a.resource_version.is_some() && a.resource_version == b.resource_version
+fn same_version(a: &impl Identity, b: &impl Identity) -> bool {
+    a.resource_version().is_some() && a.resource_version() == b.resource_version()
 }
 
-fn key<K: Resource>(obj: &K) -> (Option<String>, String) {
-    let meta = obj.meta();
-    (
-        meta.namespace.clone(),
-        meta.name.clone().unwrap_or_default(),
-    )
+fn key<K: Identity>(obj: &K) -> (Option<String>, String) {
+    (obj.namespace().map(str::to_string), obj.name().to_string())
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use super::store::ChildCache;
 use super::triggers::{Seen, Tracker};
+use crate::child::Identity;
 use crate::crd::TFJob;
 use crate::crd::cached::CachedJob;
 use crate::error::Error;
@@ -64,7 +65,7 @@ pub fn owners_to_wake<K>(
     lists: prometheus_client::metrics::counter::Counter,
 ) -> impl Stream<Item = ObjectRef<CachedJob>> + Send + 'static
 where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    K: Identity + Clone + Send + Sync + 'static,
 {
     let mut tracker = Tracker::default();
     events.flat_map(move |event| {
@@ -74,17 +75,13 @@ where
                 // Children this controller created that the event showed to be gone
                 // without naming them (`store`): their jobs are woken too.
                 let gone = cache.update(&event, Instant::now());
-                owners.extend(gone.iter().filter_map(|child| controller_ref(child.meta())));
+                owners.extend(gone.iter().filter_map(|child| job_to_wake(&**child)));
                 let state = tracker.on_event(
                     &event,
                     || cache.all(),
                     |child: &K, change| {
-                        tracing::trace!(
-                            child = child.meta().name.as_deref(),
-                            ?change,
-                            "child event"
-                        );
-                        owners.extend(controller_ref(child.meta()))
+                        tracing::trace!(child = child.name(), ?change, "child event");
+                        owners.extend(job_to_wake(child))
                     },
                 );
                 if let Some(state) = state {
@@ -92,7 +89,7 @@ where
                 }
                 if state == Some(false) && lists.inc() > 0 {
                     // The watch lost its place in the history (410): passes wait for the list.
-                    tracing::info!(resource = K::plural(&()).as_ref(), "re-listing");
+                    tracing::info!(resource = std::any::type_name::<K>(), "re-listing");
                 }
             }
             Err(e) => tracing::debug!(error = %e, "child watch"),
@@ -116,7 +113,7 @@ pub fn jobs_applied(
                     &event,
                     || cache.state(),
                     |job: &CachedJob, change| {
-                        if let (Seen::Gone, Some(uid)) = (change, &job.meta().uid) {
+                        if let (Seen::Gone, Some(uid)) = (change, job.meta().uid.as_ref()) {
                             gone(uid);
                         }
                     },
@@ -140,6 +137,12 @@ pub fn controller_ref(meta: &ObjectMeta) -> Option<ObjectRef<CachedJob>> {
             && o.api_version == TFJob::api_version(&())
     })?;
     Some(ObjectRef::new(&owner.name).within(meta.namespace.as_deref()?))
+}
+
+/// The TFJob controlling `child`, as a reconcile trigger.
+fn job_to_wake(child: &impl Identity) -> Option<ObjectRef<CachedJob>> {
+    let job = child.controlling_tfjob()?;
+    Some(ObjectRef::new(job).within(child.namespace()?))
 }
 
 #[cfg(test)]

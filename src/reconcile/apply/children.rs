@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 use super::events::{children_event, record, record_children};
 use super::{Deleted, Target, refused};
+use crate::child::{ChildPod, ChildService};
 use crate::error::Error;
 use crate::reconcile::plan::model::{Deletion, EventNote};
-use crate::runtime::cache::{CachedPod, CachedService};
 
 /// Children created (or deleted) at once for one job.
 pub const CREATE_CONCURRENCY: usize = 16;
@@ -104,7 +104,8 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
     let name = pod.name_any();
     match t.pods.create(&PostParams::default(), &pod).await {
         Ok(created) => {
-            t.pod_cache.created(CachedPod::of(&created), Instant::now());
+            t.pod_cache
+                .created(ChildPod::from(&created), Instant::now());
             Ok(Made::New(Kind::Pod, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
@@ -125,7 +126,7 @@ async fn create_service(t: &Target<'_>, service: Service) -> Result<Made, Error>
     match t.services.create(&PostParams::default(), &service).await {
         Ok(created) => {
             t.service_cache
-                .created(CachedService::of(&created), Instant::now());
+                .created(ChildService::from(&created), Instant::now());
             Ok(Made::New(Kind::Service, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {

@@ -16,13 +16,13 @@ use kube::api::{DeleteParams, DynamicObject, Preconditions};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource};
 
+use crate::child::{ChildPod, ChildService};
 use crate::error::{Error, is_namespace_terminating};
 use crate::reconcile::build::gang::Gang;
 use crate::reconcile::context::Context;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::{Deletion, Plan, Refusal};
-use crate::runtime::cache::{CachedPod, CachedService};
 use crate::runtime::recorder::EventRecorder;
 use crate::runtime::store::ChildCache;
 
@@ -38,8 +38,8 @@ pub struct Target<'a> {
     pub recorder: &'a EventRecorder,
     pub memory: &'a Memory,
     /// Where created children are filed at once (`runtime::store`), so the next pass sees them.
-    pub pod_cache: &'a ChildCache<CachedPod>,
-    pub service_cache: &'a ChildCache<CachedService>,
+    pub pod_cache: &'a ChildCache<ChildPod>,
+    pub service_cache: &'a ChildCache<ChildService>,
 }
 
 impl<'a> Target<'a> {

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::child::ChildPod;
 
 /// After this long an unmet expectation is dropped: the cache is trusted again.
 pub const EXPECTATION_TTL: SignedDuration = SignedDuration::from_secs(60);
@@ -44,12 +44,9 @@ impl Pending {
     }
 
     /// Pods whose create failed and that have not existed since: their absence is no deletion.
-    pub fn never_created(&mut self, pods: &[Pod], now: Timestamp) -> BTreeSet<String> {
+    pub fn never_created(&mut self, pods: &[ChildPod], now: Timestamp) -> BTreeSet<String> {
         self.failed_creates.retain(|name, at| {
-            !pods
-                .iter()
-                .any(|pod| pod.metadata.name.as_ref() == Some(name))
-                && *at + EXPECTATION_TTL > now
+            !pods.iter().any(|pod| pod.name == *name) && *at + EXPECTATION_TTL > now
         });
         release_if_empty(&mut self.failed_creates);
         self.failed_creates.keys().cloned().collect()
@@ -58,22 +55,21 @@ impl Pending {
     /// The cached pods as they are after our pending deletions: deleted pods the cache still
     /// shows live are shown terminating. Expectations the cache now satisfies, or that
     /// expired, are dropped.
-    pub fn overlay(&mut self, mut pods: Vec<Pod>, now: Timestamp) -> Vec<Pod> {
+    pub fn overlay(&mut self, mut pods: Vec<ChildPod>, now: Timestamp) -> Vec<ChildPod> {
         self.deleted.retain(|uid, at| {
-            let still_live = pods.iter().any(|pod| {
-                pod.metadata.uid.as_ref() == Some(uid) && pod.metadata.deletion_timestamp.is_none()
-            });
+            let still_live = pods
+                .iter()
+                .any(|pod| pod.uid.as_ref() == Some(uid) && !pod.terminating);
             still_live && *at + EXPECTATION_TTL > now
         });
         release_if_empty(&mut self.deleted);
         for pod in pods.iter_mut() {
-            let deleted_at = pod
-                .metadata
+            if pod
                 .uid
                 .as_ref()
-                .and_then(|uid| self.deleted.get(uid));
-            if let Some(at) = deleted_at {
-                pod.metadata.deletion_timestamp = Some(Time(*at));
+                .is_some_and(|uid| self.deleted.contains_key(uid))
+            {
+                pod.terminating = true;
             }
         }
         pods
@@ -83,31 +79,27 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-    fn pod(name: &str, uid: &str) -> Pod {
-        Pod {
+    fn pod(name: &str, uid: &str) -> ChildPod {
+        ChildPod::from(&Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 uid: Some(uid.into()),
                 ..Default::default()
             },
             ..Default::default()
-        }
+        })
     }
 
     fn t(secs: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()
     }
 
-    fn names(pods: &[Pod]) -> Vec<(String, bool)> {
+    fn names(pods: &[ChildPod]) -> Vec<(String, bool)> {
         pods.iter()
-            .map(|p| {
-                (
-                    p.metadata.name.clone().unwrap(),
-                    p.metadata.deletion_timestamp.is_some(),
-                )
-            })
+            .map(|p| (p.name.clone(), p.terminating))
             .collect()
     }
 

@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use serde_json::Value;
 
+use crate::child::{ChildPod, ChildService};
 use crate::crd::TFJobStatus;
 use crate::reconcile::build::gang::Gang;
 
@@ -24,14 +25,14 @@ pub struct Settings {
 /// labelled `training.kubeflow.org/job-name=<job>` (owned by this job or not).
 #[derive(Clone, Debug, Default)]
 pub struct Observed {
-    pub pods: Vec<Pod>,
-    pub services: Vec<Service>,
+    pub pods: Vec<ChildPod>,
+    pub services: Vec<ChildService>,
     /// Pods the controller tried to create, whose create failed, and that have not existed
     /// since: their absence is not a deletion from outside (no restart is counted).
     pub never_created: std::collections::BTreeSet<String>,
     /// The last state of the job's pods that were deleted while a disruption ended them,
     /// and whose name no pod holds again.
-    pub departed: Vec<Pod>,
+    pub departed: Vec<ChildPod>,
     /// The job's PodGroup, when gang scheduling is on.
     pub group: GroupView,
     /// Why the API server refused the job's last creates, if it did.
@@ -58,6 +59,26 @@ pub struct Deletion {
     pub name: String,
     pub uid: Option<String>,
     pub resource_version: Option<String>,
+}
+
+impl From<&ChildPod> for Deletion {
+    fn from(pod: &ChildPod) -> Self {
+        Self {
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+            resource_version: pod.resource_version.clone(),
+        }
+    }
+}
+
+impl From<&ChildService> for Deletion {
+    fn from(service: &ChildService) -> Self {
+        Self {
+            name: service.name.clone(),
+            uid: service.uid.clone(),
+            resource_version: service.resource_version.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

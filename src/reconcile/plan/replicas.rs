@@ -5,123 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-use crate::crd::defaults::TF_CONTAINER;
-use crate::crd::labels::{LABEL_RESTART_ATTEMPT, replica_of};
+use crate::crd::TFJob;
 use crate::crd::parse_indexes;
-use crate::crd::{ReplicaType, TFJob};
-use crate::reconcile::plan::model::{Deletion, EventNote, Observed};
+use crate::reconcile::plan::model::{EventNote, Observed};
 
-/// A replica: its type and index.
-pub type Key = (ReplicaType, i32);
-
-/// A pod's phase as the decision core needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Pending,
-    Running,
-    Succeeded,
-    Failed,
-    /// No or an unrecognised phase (e.g. node unreachable).
-    Unknown,
-}
-
-impl Phase {
-    /// Succeeded or Failed: the pod will not run again.
-    pub fn is_finished(self) -> bool {
-        matches!(self, Phase::Succeeded | Phase::Failed)
-    }
-}
-
-/// One pod owned by the job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChildPod {
-    pub name: String,
-    pub uid: Option<String>,
-    pub resource_version: Option<String>,
-    pub phase: Phase,
-    /// Has a deletionTimestamp: going away, neither active nor failed, not recreated yet.
-    pub terminating: bool,
-    /// Exit code of the `tensorflow` container (current state, else last state).
-    pub exit_code: Option<i32>,
-    /// Sum of the containers' kubelet restarts of this pod incarnation.
-    pub restart_count: i32,
-    /// Why the pod cannot start, if a person is needed: a container waiting for such a
-    /// reason (`ImagePullBackOff`, ...), or no node fits it (`Unschedulable`).
-    pub stuck: Option<Stuck>,
-    /// The attempt it belongs to (`restart-scope: Job`): its restart-attempt label, 0 without.
-    pub attempt: i32,
-    pub created: Option<Timestamp>,
-    /// Why it failed, in Kubernetes' words: the pod's reason (`Evicted`, ...), else the
-    /// `tensorflow` container's (`OOMKilled`, `Error`).
-    pub reason: Option<String>,
-    /// The `tensorflow` container's own terminated reason (`OOMKilled`, `Error`).
-    pub exit_reason: Option<String>,
-    /// Why a disruption ends it, if one does: the reason of its `DisruptionTarget` condition
-    /// (`EvictionByEvictionAPI`, `PreemptionByScheduler`, `DeletionByTaintManager`,
-    /// `DeletionByPodGC`, `TerminationByKubelet`), else the pod's reason when it tells one
-    /// (`Evicted`, `NodeLost`, `Preempting`).
-    pub disruption: Option<String>,
-    /// When the `tensorflow` container's current run ended.
-    pub finished: Option<Timestamp>,
-}
-
-/// Why a pod cannot start, in Kubernetes' words.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stuck {
-    /// The waiting container; none when the pod is not scheduled.
-    pub container: Option<String>,
-    /// `ImagePullBackOff`, `CreateContainerConfigError`, `Unschedulable`, ...
-    pub reason: String,
-    /// The kubelet's or the scheduler's message.
-    pub message: Option<String>,
-}
-
-impl Stuck {
-    /// `container tensorflow is waiting: ImagePullBackOff: Back-off pulling image "x"`, or
-    /// `Unschedulable: 0/1 nodes are available: ...`.
-    pub fn words(&self) -> String {
-        let message = self
-            .message
-            .as_deref()
-            .map(|m| format!(": {m}"))
-            .unwrap_or_default();
-        match &self.container {
-            Some(c) => format!("container {c} is waiting: {}{message}", self.reason),
-            None => format!("{}{message}", self.reason),
-        }
-    }
-}
-
-impl ChildPod {
-    /// What failed it, for conditions and events: `exited with code 137 (OOMKilled)`,
-    /// `failed (Evicted)`.
-    pub fn failure_words(&self) -> String {
-        let reason = self
-            .reason
-            .as_deref()
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
-        match self.exit_code {
-            Some(code) => format!("exited with code {code}{reason}"),
-            None => format!("failed{reason}"),
-        }
-    }
-}
-
-impl ChildPod {
-    /// Delete precondition on uid: never deletes a newer pod of the same name.
-    pub fn deletion(&self) -> Deletion {
-        Deletion {
-            name: self.name.clone(),
-            uid: self.uid.clone(),
-            resource_version: self.resource_version.clone(),
-        }
-    }
-}
+pub use crate::child::{ChildPod, ChildService, Key, Phase};
 
 /// The job's own pods and services, plus the names of look-alikes it does not own.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -140,25 +28,6 @@ pub struct Replicas {
     pub earlier_attempts: Vec<ChildPod>,
     /// Pods deleted while a disruption ended them, by name: the disruption (`Observed::departed`).
     pub departed: BTreeMap<String, String>,
-}
-
-/// One service owned by the job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChildService {
-    pub name: String,
-    pub uid: Option<String>,
-    pub resource_version: Option<String>,
-    pub terminating: bool,
-}
-
-impl ChildService {
-    pub fn deletion(&self) -> Deletion {
-        Deletion {
-            name: self.name.clone(),
-            uid: self.uid.clone(),
-            resource_version: self.resource_version.clone(),
-        }
-    }
 }
 
 impl Replicas {
@@ -223,62 +92,48 @@ pub fn sort(job: &TFJob, observed: &Observed, attempt: Option<i32>) -> Replicas 
         departed: observed
             .departed
             .iter()
-            .filter(|p| owned_by(&p.metadata, uid))
-            .filter_map(|p| Some((p.metadata.name.clone()?, disruption(p.status.as_ref())?)))
+            .filter(|p| p.owned_by(uid))
+            .filter_map(|p| Some((p.name.clone(), p.disruption.clone()?)))
             .collect(),
         ..Replicas::default()
     };
     for pod in &observed.pods {
-        let meta = &pod.metadata;
-        let name = meta.name.clone().unwrap_or_default();
-        if !owned_by(meta, uid) {
-            children.foreign_pods.insert(name);
+        if !pod.owned_by(uid) {
+            children.foreign_pods.insert(pod.name.clone());
             continue;
         }
-        let Some(key) = meta.labels.as_ref().and_then(replica_of) else {
-            continue;
-        };
-        let child = child_pod(pod, name);
-        if attempt.is_some_and(|current| child.attempt < current) {
-            children.earlier_attempts.push(child);
+        let Some(key) = pod.replica else { continue };
+        if attempt.is_some_and(|current| pod.attempt < current) {
+            children.earlier_attempts.push(pod.clone());
             continue;
         }
-        if child.phase == Phase::Succeeded {
+        if pod.phase == Phase::Succeeded {
             children.completed.insert(key);
         }
-        let keep = children
-            .pods
-            .get(&key)
-            .is_none_or(|old| child.name < old.name);
-        if keep {
-            children.pods.insert(key, child);
-        }
+        keep_first_name(&mut children.pods, key, pod, |p| &p.name);
     }
     for svc in &observed.services {
-        let meta = &svc.metadata;
-        let name = meta.name.clone().unwrap_or_default();
-        if !owned_by(meta, uid) {
-            children.foreign_services.insert(name);
+        if !svc.owned_by(uid) {
+            children.foreign_services.insert(svc.name.clone());
             continue;
         }
-        let Some(key) = meta.labels.as_ref().and_then(replica_of) else {
-            continue;
-        };
-        let child = ChildService {
-            name,
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
-            terminating: meta.deletion_timestamp.is_some(),
-        };
-        if children
-            .services
-            .get(&key)
-            .is_none_or(|old| child.name < old.name)
-        {
-            children.services.insert(key, child);
+        if let Some(key) = svc.replica {
+            keep_first_name(&mut children.services, key, svc, |s| &s.name);
         }
     }
     children
+}
+
+/// Files `child` under `key` unless a child of a smaller name holds it.
+fn keep_first_name<C: Clone>(
+    map: &mut BTreeMap<Key, C>,
+    key: Key,
+    child: &C,
+    name: impl Fn(&C) -> &str,
+) {
+    if map.get(&key).is_none_or(|old| name(child) < name(old)) {
+        map.insert(key, child.clone());
+    }
 }
 
 /// The replicas the stored status says succeeded.
@@ -292,136 +147,10 @@ fn stored_completions(job: &TFJob) -> BTreeSet<Key> {
         .collect()
 }
 
-/// Owned = a controller owner reference carrying the job's uid. A job without uid (never
-/// stored by an API server) owns nothing.
-fn owned_by(meta: &ObjectMeta, job_uid: Option<&str>) -> bool {
-    let Some(job_uid) = job_uid else { return false };
-    meta.owner_references
-        .iter()
-        .flatten()
-        .any(|r| r.controller == Some(true) && r.uid == job_uid)
-}
-
-fn child_pod(pod: &Pod, name: String) -> ChildPod {
-    let status = pod.status.as_ref();
-    let phase = match status.and_then(|s| s.phase.as_deref()) {
-        Some("Pending") => Phase::Pending,
-        Some("Running") => Phase::Running,
-        Some("Succeeded") => Phase::Succeeded,
-        Some("Failed") => Phase::Failed,
-        _ => Phase::Unknown,
-    };
-    let containers: &[ContainerStatus] = status
-        .and_then(|s| s.container_statuses.as_deref())
-        .unwrap_or(&[]);
-    let meta = &pod.metadata;
-    let unscheduled = status
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| {
-            c.iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-        })
-        .filter(|c| c.reason.as_deref() == Some("Unschedulable"))
-        .map(|c| Stuck {
-            container: None,
-            reason: "Unschedulable".into(),
-            message: c.message.clone(),
-        });
-    ChildPod {
-        name,
-        uid: meta.uid.clone(),
-        resource_version: meta.resource_version.clone(),
-        phase,
-        terminating: meta.deletion_timestamp.is_some(),
-        exit_code: tensorflow_exit_code(containers),
-        restart_count: containers.iter().map(|c| c.restart_count.max(0)).sum(),
-        stuck: stuck_container(containers).or(unscheduled),
-        attempt: meta
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(LABEL_RESTART_ATTEMPT)?.parse().ok())
-            .unwrap_or(0),
-        created: meta.creation_timestamp.as_ref().map(|t| t.0),
-        reason: status
-            .and_then(|s| s.reason.clone())
-            .or_else(|| tensorflow_terminated(containers).and_then(|t| t.reason.clone())),
-        exit_reason: tensorflow_terminated(containers).and_then(|t| t.reason.clone()),
-        disruption: disruption(status),
-        finished: tensorflow_current_end(containers),
-    }
-}
-
-/// Pod reasons that name a disruption, from kubelets and node controllers that predate the
-/// `DisruptionTarget` condition (or set it beside them).
-const DISRUPTION_REASONS: [&str; 3] = ["Evicted", "NodeLost", "Preempting"];
-
-/// The disruption that ends a pod, in Kubernetes' words (see `ChildPod::disruption`).
-fn disruption(status: Option<&k8s_openapi::api::core::v1::PodStatus>) -> Option<String> {
-    let status = status?;
-    let condition = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True");
-    match condition {
-        Some(c) => Some(
-            c.reason
-                .clone()
-                .unwrap_or_else(|| "DisruptionTarget".into()),
-        ),
-        None => status
-            .reason
-            .clone()
-            .filter(|r| DISRUPTION_REASONS.contains(&r.as_str())),
-    }
-}
-
-/// When the `tensorflow` container's current state ended, if it did.
-fn tensorflow_current_end(containers: &[ContainerStatus]) -> Option<Timestamp> {
-    let tf = containers.iter().find(|c| c.name == TF_CONTAINER)?;
-    let terminated = tf.state.as_ref()?.terminated.as_ref()?;
-    terminated.finished_at.as_ref().map(|t| t.0)
-}
-
-/// Waiting reasons that do not go away by themselves: the image, the config or the program
-/// is wrong. (`ContainerCreating` and `PodInitializing` are ordinary waits.)
-const STUCK_REASONS: [&str; 6] = [
-    "ImagePullBackOff",
-    "ErrImagePull",
-    "InvalidImageName",
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "CrashLoopBackOff",
-];
-
-fn stuck_container(containers: &[ContainerStatus]) -> Option<Stuck> {
-    containers.iter().find_map(|c| {
-        let waiting = c.state.as_ref()?.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        STUCK_REASONS.contains(&reason).then(|| Stuck {
-            container: Some(c.name.clone()),
-            reason: reason.to_string(),
-            message: waiting.message.clone(),
-        })
-    })
-}
-
-/// The `tensorflow` container's exit code: its current terminated state, else the last
-/// one. None when it never terminated (evicted, node lost, still running).
-fn tensorflow_exit_code(containers: &[ContainerStatus]) -> Option<i32> {
-    tensorflow_terminated(containers).map(|t| t.exit_code)
-}
-
-fn tensorflow_terminated(containers: &[ContainerStatus]) -> Option<&ContainerStateTerminated> {
-    let tf = containers.iter().find(|c| c.name == TF_CONTAINER)?;
-    let current = tf.state.as_ref().and_then(|s| s.terminated.as_ref());
-    let last = tf.last_state.as_ref().and_then(|s| s.terminated.as_ref());
-    current.or(last)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::ReplicaType;
     use crate::reconcile::plan::tests::support::{job, pod, service};
     use ReplicaType::*;
 
@@ -430,7 +159,7 @@ mod tests {
         let j = job("j", &[(Worker, 2, crate::crd::RestartPolicy::Never)]);
         struct Case {
             name: &'static str,
-            pod: Pod,
+            pod: ChildPod,
             phase: Phase,
             terminating: bool,
             exit: Option<i32>,
@@ -509,7 +238,7 @@ mod tests {
         use k8s_openapi::api::core::v1::{ContainerState, ContainerStateWaiting, ContainerStatus};
         let j = job("j", &[(Worker, 2, crate::crd::RestartPolicy::Never)]);
         let waiting = |reason: &str| {
-            let mut p = pod(&j, Worker, 0).build();
+            let mut p = pod(&j, Worker, 0).build_pod();
             let status = p.status.get_or_insert_with(Default::default);
             status.phase = Some("Pending".into());
             status.container_statuses = Some(vec![ContainerStatus {
@@ -523,7 +252,7 @@ mod tests {
                 }),
                 ..Default::default()
             }]);
-            p
+            ChildPod::from(&p)
         };
         let cases = [
             ("ImagePullBackOff", 1),
@@ -560,7 +289,7 @@ mod tests {
             ],
             services: vec![service(&j, Worker, 0), {
                 let mut s = service(&j, Worker, 1);
-                s.metadata.owner_references = None;
+                s.owner = None;
                 s
             }],
             ..Observed::default()

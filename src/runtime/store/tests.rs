@@ -1,6 +1,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::crd::labels::LABEL_JOB_NAME;
 
 use super::*;
 

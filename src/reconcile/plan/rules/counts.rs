@@ -216,7 +216,7 @@ mod tests {
         for (name, rc, with_uid, counted, before, after, counted_after) in cases {
             let mut p = pod(&j, Worker, 0).running().restarts(rc).build();
             if !with_uid {
-                p.metadata.uid = None;
+                p.uid = None;
             }
             let children = sort(
                 &j,

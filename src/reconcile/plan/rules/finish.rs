@@ -170,14 +170,14 @@ pub fn cleanup(view: &JobView<'_>, children: &Replicas) -> (Vec<Deletion>, Vec<D
         .values()
         .filter(|p| !p.terminating)
         .filter(|p| !(unfinished_only && p.phase.is_finished()))
-        .map(|p| p.deletion())
+        .map(Deletion::from)
         .collect();
     let services = children
         .services
         .iter()
         .filter(|(_, s)| !s.terminating)
         .filter(|(key, _)| !(unfinished_only && finished(*key)))
-        .map(|(_, s)| s.deletion())
+        .map(|(_, s)| Deletion::from(s))
         .collect();
     (pods, services)
 }

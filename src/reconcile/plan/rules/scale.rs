@@ -50,7 +50,7 @@ pub fn surplus(view: &JobView<'_>, children: &Replicas) -> (Vec<Deletion>, Vec<D
         .iter()
         .filter(|(k, s)| !view.wants(**k) && !s.terminating);
     (
-        pods.map(|(_, p)| p.deletion()).collect(),
-        services.map(|(_, s)| s.deletion()).collect(),
+        pods.map(|(_, p)| Deletion::from(p)).collect(),
+        services.map(|(_, s)| Deletion::from(s)).collect(),
     )
 }

@@ -36,13 +36,13 @@ pub fn suspend(view: &JobView<'_>, children: &Replicas) -> Suspension {
             .pods
             .values()
             .filter(|p| !p.terminating)
-            .map(|p| p.deletion())
+            .map(Deletion::from)
             .collect(),
         delete_services: children
             .services
             .values()
             .filter(|s| !s.terminating)
-            .map(|s| s.deletion())
+            .map(Deletion::from)
             .collect(),
         changes,
     }

@@ -6,7 +6,7 @@ scenario_group!(cases);
 
 fn cases() -> Vec<Case> {
     let limited =
-        |limit: i32, recorded: i32, policy: RestartPolicy, special: fn(&TFJob) -> Vec<Pod>| {
+        |limit: i32, recorded: i32, policy: RestartPolicy, special: fn(&TFJob) -> Vec<ChildPod>| {
             let (j, pods) = running_job(&[(Ps, 1, Never), (Worker, 2, policy)], special);
             let j = with_policy(j, |r| {
                 r.backoff_limit = Some(limit);
@@ -21,7 +21,7 @@ fn cases() -> Vec<Case> {
         };
     let backoff = "Job j has failed because it has reached the specified backoff limit".to_string();
     let fail = |name: &str,
-                (j, pods): (TFJob, Vec<Pod>),
+                (j, pods): (TFJob, Vec<ChildPod>),
                 deleted: &[(ReplicaType, i32)],
                 restarts: Option<i32>| {
         case(

@@ -16,7 +16,7 @@ fn uncharged(p: &Plan, t: ReplicaType) -> (Option<i32>, Option<i32>, Vec<String>
 }
 
 /// Two workers under `policy` with `backoffLimit: 0`, worker 1 as `w1` builds it.
-fn limit_zero(policy: RestartPolicy, w1: fn(&TFJob) -> Pod) -> (TFJob, Vec<Pod>) {
+fn limit_zero(policy: RestartPolicy, w1: fn(&TFJob) -> ChildPod) -> (TFJob, Vec<ChildPod>) {
     let (j, pods) = running_job(&[(Worker, 2, policy)], |j| vec![w1(j)]);
     (with_policy(j, |r| r.backoff_limit = Some(0)), pods)
 }
@@ -150,7 +150,7 @@ fn cases() -> Vec<Case> {
         },
     );
     let (j, mut pods) = limit_zero(Never, evicted);
-    pods.retain(|p| p.metadata.name.as_deref() != Some("j-worker-1"));
+    pods.retain(|p| p.name != "j-worker-1");
     let gone = case(
         "once gone it is recreated: not counted again, its record dropped",
         counted(j),
@@ -211,16 +211,17 @@ fn cases() -> Vec<Case> {
     );
     let (j, mut pods) = limit_zero(Never, |j| pod(j, Worker, 1).running().build());
     let services = services_for(&j, &pods);
-    let last = pods
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some("j-worker-1"));
-    let mut last = last.cloned().unwrap();
-    last.status = pod(&j, Worker, 1)
-        .failed(None)
-        .disrupted("DeletionByPodGC")
-        .build()
-        .status;
-    pods.retain(|p| p.metadata.name.as_deref() != Some("j-worker-1"));
+    let last = pods.iter().find(|p| p.name == "j-worker-1");
+    let last = last.cloned().unwrap();
+    let last = ChildPod {
+        uid: last.uid,
+        resource_version: last.resource_version,
+        ..pod(&j, Worker, 1)
+            .failed(None)
+            .disrupted("DeletionByPodGC")
+            .build()
+    };
+    pods.retain(|p| p.name != "j-worker-1");
     let pod_gc = Case {
         services,
         departed: vec![last],

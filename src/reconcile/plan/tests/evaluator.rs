@@ -18,9 +18,9 @@ const PS_JOB: [(ReplicaType, i32, RestartPolicy); 4] = [
 /// worker 1 as `worker` does.
 fn trained(
     wait: Option<&str>,
-    evaluator: fn(&TFJob) -> Pod,
-    worker: fn(&TFJob) -> Pod,
-) -> (TFJob, Vec<Pod>) {
+    evaluator: fn(&TFJob) -> ChildPod,
+    worker: fn(&TFJob) -> ChildPod,
+) -> (TFJob, Vec<ChildPod>) {
     let (j, pods) = running_job(&PS_JOB, |j| {
         vec![
             pod(j, Chief, 0).succeeded().finished(100).build(),
@@ -35,11 +35,11 @@ fn trained(
     (annotated(j, &pairs), pods)
 }
 
-fn running_evaluator(j: &TFJob) -> Pod {
+fn running_evaluator(j: &TFJob) -> ChildPod {
     pod(j, Evaluator, 0).running().build()
 }
 
-fn worker_done(j: &TFJob) -> Pod {
+fn worker_done(j: &TFJob) -> ChildPod {
     pod(j, Worker, 1).succeeded().build()
 }
 

@@ -31,6 +31,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
+use crate::child::{ChildPod, ChildService};
 use crate::crd::TFJobStatus;
 use crate::crd::{
     CleanPodPolicy, ConditionStatus, ReplicaStatus, ReplicaType, RestartPolicy, RunPolicy,
@@ -48,10 +49,10 @@ use support::{NS, at, job, pod, service};
 struct Case {
     name: String,
     job: TFJob,
-    pods: Vec<Pod>,
-    services: Vec<Service>,
+    pods: Vec<ChildPod>,
+    services: Vec<ChildService>,
     /// The last state of pods a disruption deleted (`Observed::departed`).
-    departed: Vec<Pod>,
+    departed: Vec<ChildPod>,
     now: Timestamp,
     expect: Expect,
 }
@@ -110,7 +111,7 @@ struct Expect {
 fn case(
     name: impl Into<String>,
     job: TFJob,
-    pods: Vec<Pod>,
+    pods: Vec<ChildPod>,
     now: Timestamp,
     expect: Expect,
 ) -> Case {
@@ -127,7 +128,7 @@ fn case(
 }
 
 /// The owned service of every owned pod (a running job has both).
-fn services_for(job: &TFJob, pods: &[Pod]) -> Vec<Service> {
+fn services_for(job: &TFJob, pods: &[ChildPod]) -> Vec<ChildService> {
     let children = replicas::sort(
         job,
         &Observed {
@@ -361,22 +362,16 @@ fn applied(c: &Case, p: &Plan) -> Case {
     if p.delete_job {
         job.metadata.deletion_timestamp = Some(Time(c.now));
     }
-    let gone = |meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-                list: &[Deletion]| {
-        if list
-            .iter()
-            .any(|d| Some(&d.name) == meta.name.as_ref() && d.uid == meta.uid)
-        {
-            meta.deletion_timestamp.get_or_insert(Time(c.now));
-        }
+    let gone = |name: &str, uid: &Option<String>, list: &[Deletion]| {
+        list.iter().any(|d| d.name == name && d.uid == *uid)
     };
     let mut pods = c.pods.clone();
     pods.iter_mut()
-        .for_each(|x| gone(&mut x.metadata, &p.delete_pods));
+        .for_each(|x| x.terminating |= gone(&x.name, &x.uid, &p.delete_pods));
     let mut services = c.services.clone();
     services
         .iter_mut()
-        .for_each(|x| gone(&mut x.metadata, &p.delete_services));
+        .for_each(|x| x.terminating |= gone(&x.name, &x.uid, &p.delete_services));
     Case {
         name: c.name.clone(),
         job,
@@ -540,8 +535,8 @@ const RUNNING: (ConditionType, bool, &str) = (Running, true, "TFJobRunning");
 /// default running pod of their replica.
 fn running_job(
     specs: &[(ReplicaType, i32, RestartPolicy)],
-    overrides: impl FnOnce(&TFJob) -> Vec<Pod>,
-) -> (TFJob, Vec<Pod>) {
+    overrides: impl FnOnce(&TFJob) -> Vec<ChildPod>,
+) -> (TFJob, Vec<ChildPod>) {
     let j = with_status(job("j", specs), running_status());
     let special = overrides(&j);
     let taken = replicas::sort(

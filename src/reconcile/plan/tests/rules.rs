@@ -18,7 +18,10 @@ const RULES: &str = "\
 ";
 
 /// PS + two workers under `policy`, with the rules, the given pods replacing running ones.
-fn ruled(policy: RestartPolicy, special: impl FnOnce(&TFJob) -> Vec<Pod>) -> (TFJob, Vec<Pod>) {
+fn ruled(
+    policy: RestartPolicy,
+    special: impl FnOnce(&TFJob) -> Vec<ChildPod>,
+) -> (TFJob, Vec<ChildPod>) {
     let (j, pods) = running_job(&[(Ps, 1, policy), (Worker, 2, policy)], special);
     (annotated(j, &[(FAILURE_RULES, RULES)]), pods)
 }
@@ -129,7 +132,7 @@ fn cases() -> Vec<Case> {
     );
     let (j, mut pods) = ruled(ExitCode, |_| vec![]);
     let services = services_for(&j, &pods);
-    pods.retain(|p| p.metadata.name.as_deref() != Some("j-ps-0"));
+    pods.retain(|p| p.name != "j-ps-0");
     let ps_deleted = Case {
         services,
         ..case(

@@ -12,7 +12,7 @@ fn cases() -> Vec<Case> {
     let master = fresh(&[(Master, 1, Never), (Worker, 1, Never)]);
     let workers = fresh(&[(Ps, 1, Never), (Worker, 2, Never)]);
     let running_msg = format!("TFJob {NS}/j is running.");
-    let all_children = |j: &TFJob, pods: Vec<Pod>| {
+    let all_children = |j: &TFJob, pods: Vec<ChildPod>| {
         let c = replicas::sort(
             j,
             &Observed {

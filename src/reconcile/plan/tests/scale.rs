@@ -110,9 +110,7 @@ fn cases() -> Vec<Case> {
             ..Default::default()
         },
     );
-    unowned
-        .services
-        .retain(|s| s.metadata.name.as_deref() != Some("j-worker-1"));
+    unowned.services.retain(|s| s.name != "j-worker-1");
     vec![
         case(
             "missing pod and service on a started job: created, no restart",

@@ -10,7 +10,10 @@ const PULL: &str = "Back-off pulling image \"nope:1\"";
 const STUCK_PULL: (ConditionType, bool, &str) = (ConditionType::Stuck, true, "ImagePullBackOff");
 
 /// PS 1 + Worker 1, created, the PS running and the worker as `worker` builds it.
-fn waiting_job(pairs: &[(&str, &str)], worker: impl FnOnce(&TFJob) -> Pod) -> (TFJob, Vec<Pod>) {
+fn waiting_job(
+    pairs: &[(&str, &str)],
+    worker: impl FnOnce(&TFJob) -> ChildPod,
+) -> (TFJob, Vec<ChildPod>) {
     let j = annotated(
         with_status(
             job("j", &[(Ps, 1, Never), (Worker, 1, Never)]),

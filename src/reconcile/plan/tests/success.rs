@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
     let aw = |winners: &[(ReplicaType, i32)], ok: bool| {
         let mut j = all_workers.clone();
         j.status = Some(running_status());
-        let mut pods: Vec<Pod> = winners
+        let mut pods: Vec<ChildPod> = winners
             .iter()
             .map(|&(t, i)| pod(&j, t, i).succeeded().build())
             .collect();

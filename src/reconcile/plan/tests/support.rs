@@ -14,6 +14,7 @@ use crate::crd::labels::{
 };
 use serde_json::{Value, json};
 
+use crate::child::{ChildPod, ChildService};
 use crate::crd::labels::LABEL_RESTART_ATTEMPT;
 use crate::crd::{ReplicaSpec, ReplicaType, RestartPolicy, TFJob, TFJobSpec};
 use crate::reconcile::build::gang::Gang;
@@ -101,11 +102,11 @@ fn child_meta(job: &TFJob, t: ReplicaType, i: i32) -> ObjectMeta {
 }
 
 /// An owned service of replica (t, i).
-pub fn service(job: &TFJob, t: ReplicaType, i: i32) -> Service {
-    Service {
+pub fn service(job: &TFJob, t: ReplicaType, i: i32) -> ChildService {
+    ChildService::from(&Service {
         metadata: child_meta(job, t, i),
         ..Default::default()
-    }
+    })
 }
 
 /// Builds an owned pod of replica (t, i); phase and container state set by the methods.
@@ -272,7 +273,13 @@ impl PodBuilder {
         self.phase("Pending")
     }
 
-    pub fn build(self) -> Pod {
+    /// The pod as the cache holds it.
+    pub fn build(self) -> ChildPod {
+        ChildPod::from(&self.0)
+    }
+
+    /// The k8s pod, for the tests that change it further.
+    pub fn build_pod(self) -> Pod {
         self.0
     }
 }

@@ -12,8 +12,8 @@ const RESTARTING: (ConditionType, bool, &str) = (Restarting, true, "TFJobRestart
 fn whole_job(
     specs: &[(ReplicaType, i32, RestartPolicy)],
     extra: &[(&str, &str)],
-    pods: impl FnOnce(&TFJob) -> Vec<Pod>,
-) -> (TFJob, Vec<Pod>) {
+    pods: impl FnOnce(&TFJob) -> Vec<ChildPod>,
+) -> (TFJob, Vec<ChildPod>) {
     let (j, pods) = running_job(specs, |j| pods(&annotated(j.clone(), &[WHOLE])));
     let mut pairs = vec![WHOLE];
     pairs.extend_from_slice(extra);
@@ -26,8 +26,8 @@ fn restarted(
     specs: &[(ReplicaType, i32, RestartPolicy)],
     attempt: i32,
     decided: i64,
-    pods: impl FnOnce(&TFJob) -> Vec<Pod>,
-) -> (TFJob, Vec<Pod>, Vec<Service>) {
+    pods: impl FnOnce(&TFJob) -> Vec<ChildPod>,
+) -> (TFJob, Vec<ChildPod>, Vec<ChildService>) {
     let mut s = status(&[CREATED, RESTARTING], true);
     s.restart_attempt = Some(attempt);
     s.restart_time = Some(Time(at(decided)));
@@ -42,7 +42,7 @@ fn restarted(
     (j, pods, services)
 }
 
-fn all_services(c: Case, services: Vec<Service>) -> Case {
+fn all_services(c: Case, services: Vec<ChildService>) -> Case {
     Case { services, ..c }
 }
 
@@ -158,7 +158,7 @@ fn cases() -> Vec<Case> {
         },
     );
     let (j, mut pods) = whole_job(&PW, &[], |_| vec![]);
-    pods.retain(|p| p.metadata.name.as_deref() != Some("j-worker-1"));
+    pods.retain(|p| p.name != "j-worker-1");
     let services = JobView::new(&j, at(0), &Settings::default(), Default::default())
         .keys()
         .into_iter()

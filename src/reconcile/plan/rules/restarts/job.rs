@@ -94,7 +94,7 @@ pub fn waiting(
         let delete = going
             .iter()
             .filter(|p| !p.terminating)
-            .map(|p| p.deletion())
+            .map(|p| Deletion::from(*p))
             .collect();
         return Some(hold(delete, None));
     }
@@ -110,6 +110,6 @@ pub fn pods_to_delete(children: &Replicas) -> Vec<Deletion> {
         .values()
         .chain(&children.earlier_attempts)
         .filter(|p| p.phase != Phase::Succeeded && !p.terminating)
-        .map(ChildPod::deletion)
+        .map(Deletion::from)
         .collect()
 }

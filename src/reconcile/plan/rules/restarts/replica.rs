@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::crd::ReplicaType;
+use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::model::EventNote;
-use crate::reconcile::plan::replicas::ChildPod;
 use crate::reconcile::plan::rules::counts::RestartBook;
 use crate::reconcile::plan::rules::finish::Cause;
 use crate::reconcile::plan::rules::progress;
@@ -94,7 +94,7 @@ pub fn decide(
         delete: restarted
             .iter()
             .chain(&again)
-            .filter_map(|f| f.pod.filter(|p| !p.terminating).map(ChildPod::deletion))
+            .filter_map(|f| f.pod.filter(|p| !p.terminating).map(Deletion::from))
             .collect(),
         runs_on: true,
         book: after,
