@@ -233,13 +233,7 @@ async fn measure(
             let l = scenarios::load(&mut h, 200, 5).await?;
             r.add(Figure::Children200x5, l.children.as_secs_f64());
             r.add(Figure::RssPerPod200x5, l.rss_per_pod_kib);
-            r.notes.push(format!(
-                "while 200 jobs × 5 workers were created ({:.1} s): CPU {}; its requests {}; {}",
-                l.children.as_secs_f64(),
-                l.cpu_split,
-                l.requests.summary(1.0),
-                l.timeline
-            ));
+            r.notes.push(burst_note(200, 5, &l));
             format!(
                 "2000 children in {:.2} s, RSS {:.1} MiB, {:.1} KiB per pod; CPU {}; requests {}; {}",
                 l.children.as_secs_f64(),
@@ -289,13 +283,7 @@ async fn measure(
             let l = scenarios::load(&mut h, 1000, 2).await?;
             r.add(Figure::Children1000x2, l.children.as_secs_f64());
             r.add(Figure::RssPerPod1000x2, l.rss_per_pod_kib);
-            r.notes.push(format!(
-                "while 1000 jobs × 2 workers were created ({:.1} s): CPU {}; its requests {}; {}",
-                l.children.as_secs_f64(),
-                l.cpu_split,
-                l.requests.summary(1.0),
-                l.timeline
-            ));
+            r.notes.push(burst_note(1000, 2, &l));
             let s = scenarios::restart(&mut h).await?;
             r.add(Figure::RestartRequests, s.requests.total() as f64);
             r.add(Figure::RestartWrites, s.writes as f64);
@@ -317,6 +305,17 @@ async fn measure(
         c.label()
     );
     Ok(())
+}
+
+/// Where a burst's time went: CPU per process, the operator's requests, the create timeline.
+fn burst_note(jobs: usize, workers: u32, l: &scenarios::Load) -> String {
+    format!(
+        "while {jobs} jobs × {workers} workers were created ({:.1} s): CPU {}; its requests {}; {}",
+        l.children.as_secs_f64(),
+        l.cpu_split,
+        l.requests.summary(1.0),
+        l.timeline
+    )
 }
 
 fn is_write(kind: &str) -> bool {
