@@ -52,8 +52,9 @@ impl Operator {
         })
     }
 
-    /// Wait until its caches are synced: it lists, then watches, TFJobs, pods and services
-    /// (and Workloads with `--kueue`), so a watch request on each means the initial lists are in.
+    /// Wait until its caches are synced: TFJobs, pods and services (and Workloads with
+    /// `--kueue`) each had a streaming list whose initial events were all sent, or (paged) a
+    /// watch request, which follows the last page.
     pub async fn until_synced(&mut self, cluster: &Cluster) -> anyhow::Result<()> {
         let start = Instant::now();
         loop {
@@ -65,7 +66,10 @@ impl Operator {
             let watching = ["tfjobs", "pods", "services"]
                 .into_iter()
                 .chain(kueue)
-                .all(|r| requests.count(Some("watch"), Some(r)) > 0);
+                .all(|r| {
+                    cluster.sim.streamed_lists_of(r) > 0
+                        || requests.count(Some("watch"), Some(r)) > 0
+                });
             if watching {
                 return Ok(());
             }

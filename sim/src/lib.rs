@@ -166,6 +166,7 @@ impl Sim {
             watch_cuts: Default::default(),
             streaming_lists: opts.streaming_lists,
             streamed_lists: Default::default(),
+            streamed_lists_done: Default::default(),
         });
         let (shutdown, rx) = tokio::sync::watch::channel(false);
         let control = Arc::new(Control::default());
@@ -221,6 +222,14 @@ impl SimHandle {
         self.state
             .streamed_lists
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Streaming lists of `plural` whose initial events were all sent (the client's view of
+    /// that resource is complete once it has read them).
+    pub fn streamed_lists_of(&self, plural: &str) -> u64 {
+        let done = self.state.streamed_lists_done.lock();
+        let done = done.unwrap_or_else(|e| e.into_inner());
+        done.get(plural).copied().unwrap_or(0)
     }
 
     pub fn set_fault(&self, rule: FaultRule) {

@@ -26,4 +26,6 @@ pub struct State {
     pub streaming_lists: bool,
     /// Streaming lists served.
     pub streamed_lists: std::sync::atomic::AtomicU64,
+    /// Streaming lists whose initial events were all sent, by resource (plural).
+    pub streamed_lists_done: Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
 }

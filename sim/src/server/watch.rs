@@ -153,6 +153,7 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
     let delays = req.state.watch_delays.clone();
     let plural = t.rt.plural.clone();
     let page_latency = req.page_latency;
+    let streamed_done = req.state.streamed_lists_done.clone();
     tokio::spawn(async move {
         let mut sub = match sub {
             Ok(s) => s,
@@ -174,8 +175,12 @@ pub(super) fn watch(req: &Req<'_>, t: &Target) -> Result<Response<Body>, ApiErro
                 }
             }
         }
-        if initial && bookmarks && !w.bookmark(true).await {
-            return;
+        if initial && bookmarks {
+            if !w.bookmark(true).await {
+                return;
+            }
+            let mut done = streamed_done.lock().unwrap_or_else(|e| e.into_inner());
+            *done.entry(plural.clone()).or_default() += 1;
         }
         for ev in std::mem::take(&mut sub.replay) {
             if !w.event(&ev).await {
