@@ -24,7 +24,7 @@ fn workers(job: &TFJob) -> ReplicaStatus {
     let statuses = &job.status.as_ref().expect("status").replica_statuses;
     statuses
         .get(&ReplicaType::Worker)
-        .cloned()
+        .map(|s| (**s).clone())
         .unwrap_or_default()
 }
 

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::crd::labels::selector_string;
-use crate::crd::{ReplicaStatus, ReplicaType, format_indexes};
+use crate::crd::{ReplicaStatus, ReplicaStatuses, ReplicaType, format_indexes};
 use crate::reconcile::plan::model::Deletion;
 use crate::reconcile::plan::replicas::{Phase, Replicas};
 use crate::reconcile::plan::view::JobView;
@@ -35,7 +35,7 @@ pub struct RestartBook {
 
 impl RestartBook {
     /// The counts and bookkeeping recorded in a status.
-    pub fn recorded(statuses: &BTreeMap<ReplicaType, ReplicaStatus>) -> Self {
+    pub fn recorded(statuses: &ReplicaStatuses) -> Self {
         Self {
             restarts: statuses
                 .iter()
@@ -125,7 +125,7 @@ pub fn replica_statuses(
     children: &Replicas,
     book: &RestartBook,
     deleting: &[Deletion],
-) -> BTreeMap<ReplicaType, ReplicaStatus> {
+) -> ReplicaStatuses {
     view.replicas()
         .map(|(t, n)| {
             let live = (0..n).filter_map(|i| children.live_pod((t, i)));
@@ -157,7 +157,7 @@ pub fn replica_statuses(
                 selector: Some(selector_string(view.name, t)),
                 completed_indexes: (!completed.is_empty()).then(|| format_indexes(completed)),
             };
-            (t, status)
+            (t, Box::new(status))
         })
         .collect()
 }

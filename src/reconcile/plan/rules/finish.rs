@@ -1,11 +1,9 @@
 //! The end of a job (docs/behaviour.md §6.3, §7.3, §7.4): which replica decides success, the
 //! terminal conditions and messages, and what a finished job deletes. Pure.
 
-use std::collections::BTreeMap;
-
 use crate::crd::{
     CleanPodPolicy, ConditionType, REASON_FAILED, REASON_FAILED_VALIDATION, REASON_SUCCEEDED,
-    ReplicaStatus, ReplicaType, RestartPolicy,
+    ReplicaStatuses, ReplicaType, RestartPolicy,
 };
 use crate::reconcile::plan::conditions::{Change, Wanted};
 use crate::reconcile::plan::model::{Deletion, EventNote};
@@ -135,9 +133,7 @@ pub fn conclude(view: &JobView<'_>, verdict: &Verdict) -> Vec<Change<'static>> {
 }
 
 /// On success the pods still active count as succeeded; the counts freeze from here on.
-pub fn settle_counts(
-    mut statuses: BTreeMap<ReplicaType, ReplicaStatus>,
-) -> BTreeMap<ReplicaType, ReplicaStatus> {
+pub fn settle_counts(mut statuses: ReplicaStatuses) -> ReplicaStatuses {
     for counts in statuses.values_mut() {
         let moved = counts.active.take().unwrap_or(0) + counts.succeeded.unwrap_or(0);
         counts.succeeded = (moved > 0).then_some(moved);

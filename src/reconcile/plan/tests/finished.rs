@@ -16,7 +16,7 @@ fn succeeded_job(f: impl FnOnce(&mut RunPolicy)) -> TFJob {
         true,
     );
     s.completion_time = Some(Time(at(0)));
-    s.replica_statuses = BTreeMap::from([
+    s.replica_statuses = IntoIterator::into_iter([
         (
             Ps,
             ReplicaStatus {
@@ -34,7 +34,9 @@ fn succeeded_job(f: impl FnOnce(&mut RunPolicy)) -> TFJob {
                 ..Default::default()
             },
         ),
-    ]);
+    ])
+    .map(|(t, status)| (t, Box::new(status)))
+    .collect();
     with_status(j, s)
 }
 

@@ -392,7 +392,7 @@ fn status_without_changes_is_the_input_status() {
         pod(&j, Worker, 0).running().build(),
     ];
     let mut s = running_status();
-    s.replica_statuses = BTreeMap::from([
+    s.replica_statuses = IntoIterator::into_iter([
         (
             Ps,
             ReplicaStatus {
@@ -409,7 +409,9 @@ fn status_without_changes_is_the_input_status() {
                 ..Default::default()
             },
         ),
-    ]);
+    ])
+    .map(|(t, status)| (t, Box::new(status)))
+    .collect();
     let j = with_status(j, s.clone());
     let c = case("steady", j, pods, at(10), Expect::default());
     let p = run_case(&c);
