@@ -387,6 +387,18 @@ fn print_scale(s: &scale::Scale) {
         "RSS per pod (with its job share and service), above idle",
         s.loaded_kib.saturating_sub(s.idle_kib) as f64 / pods as f64
     );
+    let second_half = pods - pods / s.shape.jobs.max(1) * (s.shape.jobs / 2);
+    println!(
+        "   {:<58} {:>8.2} KiB",
+        "  the same, second half of the jobs (a pod's marginal cost)",
+        s.loaded_kib.saturating_sub(s.half_kib) as f64 / second_half as f64
+    );
+    let (idle_file, loaded_file) = s.file_kib;
+    println!(
+        "   {:<58} {:>8.1} MiB",
+        "  of the growth above idle, code pages (RssFile)",
+        mib(loaded_file.saturating_sub(idle_file))
+    );
     println!(
         "   {:<58} {:>8.1} s",
         "time to create every child",

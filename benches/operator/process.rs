@@ -12,6 +12,12 @@ use super::cluster::Cluster;
 /// The operator binary cargo built alongside this bench.
 const BINARY: &str = env!("CARGO_BIN_EXE_tfjob-operator");
 
+/// The binary to run: `TFJOB_BENCH_BINARY` when set (to compare builds, e.g. another profile or
+/// allocator), else the one cargo built alongside this bench.
+fn binary() -> String {
+    std::env::var("TFJOB_BENCH_BINARY").unwrap_or_else(|_| BINARY.to_string())
+}
+
 /// A running operator process; killed (by its pid) when dropped.
 pub struct Operator {
     child: Child,
@@ -27,7 +33,8 @@ impl Operator {
         let port = cluster.sim.addr().port();
         let kubeconfig = std::env::temp_dir().join(format!("tfjob-bench-{port}.kubeconfig"));
         cluster.sim.write_kubeconfig(&kubeconfig)?;
-        let mut command = Command::new(BINARY);
+        let binary = binary();
+        let mut command = Command::new(&binary);
         command.arg("run");
         for endpoint in ["--metrics-bind-address", "--health-probe-bind-address"] {
             if !flags.contains(&endpoint) {
@@ -44,7 +51,7 @@ impl Operator {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .with_context(|| format!("spawning {BINARY}"))?;
+            .with_context(|| format!("spawning {binary}"))?;
         Ok(Self {
             child,
             kubeconfig,
@@ -99,6 +106,11 @@ impl Operator {
     /// Resident set size now, in KiB.
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
         self.status_field_kib("VmRSS:")
+    }
+
+    /// The file-backed part of the resident set (the binary's and libraries' pages), in KiB.
+    pub fn rss_file_kib(&self) -> anyhow::Result<u64> {
+        self.status_field_kib("RssFile:")
     }
 
     /// Peak resident set size, in KiB.

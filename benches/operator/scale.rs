@@ -38,8 +38,13 @@ pub struct Scale {
     pub shape: Shape,
     /// VmRSS (KiB) with caches synced and no job.
     pub idle_kib: u64,
+    /// VmRSS (KiB) with the first half of the jobs' children created and the operator quiet.
+    pub half_kib: u64,
     /// VmRSS (KiB) with every job's children created and the operator quiet.
     pub loaded_kib: u64,
+    /// RssFile (KiB) idle and loaded: the binary's code pages (and libc's) touched so far,
+    /// part of the growth above idle that is not data.
+    pub file_kib: (u64, u64),
     /// VmHWM (KiB) until then.
     pub peak_kib: u64,
     /// From the first job's creation to every child stored.
@@ -91,13 +96,53 @@ pub async fn measure(shape: Shape, big: bool, extra: &[&str]) -> anyhow::Result<
     tokio::time::sleep(SETTLE).await;
     let idle_kib = operator.rss_kib()?;
 
+    let idle_file_kib = operator.rss_file_kib()?;
+
+    // Filled in two halves: the second half's growth is what a pod costs at the margin, free
+    // of what the first jobs cost once (code pages touched, buffers, queues sized).
+    let half = shape.jobs / 2;
+    let first = fill(&cluster, shape, 0..half).await?;
+    let half_kib = operator.rss_kib()?;
+    let fill = first + fill(&cluster, shape, half..shape.jobs).await?;
+    let loaded_kib = operator.rss_kib()?;
+    let peak_kib = operator.peak_rss_kib()?;
+    eprintln!(
+        "scale {}x{}: idle {idle_kib} KiB, half {half_kib} KiB, loaded {loaded_kib} KiB, peak {peak_kib} KiB, filled in {fill:?}",
+        shape.jobs, shape.workers
+    );
+
+    let resync = resync(&cluster, &operator, metrics_port, shape.jobs).await?;
+    let big = match big {
+        true => Some(big_beside(&cluster, &operator).await?),
+        false => None,
+    };
+    Ok(Scale {
+        shape,
+        idle_kib,
+        half_kib,
+        loaded_kib,
+        file_kib: (idle_file_kib, operator.rss_file_kib()?),
+        peak_kib,
+        fill,
+        resync,
+        big,
+    })
+}
+
+/// Creates the jobs numbered `range` and waits until all their children exist (the time
+/// returned) and the operator is quiet, then `SETTLE`.
+async fn fill(
+    cluster: &Cluster,
+    shape: Shape,
+    range: std::ops::Range<usize>,
+) -> anyhow::Result<Duration> {
     let start = Instant::now();
-    let jobs = (0..shape.jobs)
+    let total = range.end * shape.workers as usize;
+    let jobs = range
         .map(|i| job(&format!("s-{i}"), &[("Worker", shape.workers, LONG_RUN)]))
         .collect();
     cluster.create_jobs(NS, jobs).await?;
-    let total = shape.pods();
-    let fill = cluster
+    let filled = cluster
         .until(
             "every child of the scale jobs",
             start,
@@ -110,27 +155,7 @@ pub async fn measure(shape: Shape, big: bool, extra: &[&str]) -> anyhow::Result<
         .await?;
     cluster.until_quiet(Duration::from_secs(2), TIMEOUT).await?;
     tokio::time::sleep(SETTLE).await;
-    let loaded_kib = operator.rss_kib()?;
-    let peak_kib = operator.peak_rss_kib()?;
-    eprintln!(
-        "scale {}x{}: idle {idle_kib} KiB, loaded {loaded_kib} KiB, peak {peak_kib} KiB, filled in {fill:?}",
-        shape.jobs, shape.workers
-    );
-
-    let resync = resync(&cluster, &operator, metrics_port, shape.jobs).await?;
-    let big = match big {
-        true => Some(big_beside(&cluster, &operator).await?),
-        false => None,
-    };
-    Ok(Scale {
-        shape,
-        idle_kib,
-        loaded_kib,
-        peak_kib,
-        fill,
-        resync,
-        big,
-    })
+    Ok(filled)
 }
 
 async fn resync(

@@ -27,10 +27,14 @@ fn pod(name: &str, job: &str, uid: &str, rv: u64) -> Pod {
     }
 }
 
+/// Their names, sorted (the cache keeps no order).
 fn names(pods: Vec<Arc<Pod>>) -> Vec<String> {
-    pods.iter()
+    let mut names: Vec<String> = pods
+        .iter()
         .filter_map(|p| p.metadata.name.clone())
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 fn uids(pods: Vec<Arc<Pod>>) -> Vec<String> {
