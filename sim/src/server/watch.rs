@@ -51,8 +51,7 @@ impl Watcher {
             }
             return false;
         }
-        let mut line =
-            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+        let mut line = serde_json::to_vec(&EventLine { kind, object }).unwrap_or_default();
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()
     }
@@ -231,4 +230,14 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// One line of a watch stream, `type` first as the API server writes it. (A `json!` map sorts
+/// its keys, which put `object` first: a client that reads the event type before its object,
+/// as kube's does, then had to buffer every object whole before decoding it.)
+#[derive(serde::Serialize)]
+struct EventLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: Value,
 }
