@@ -193,12 +193,11 @@ fn gang_group(
     notes: &mut String,
 ) -> Result<serde_json::Value, Vec<String>> {
     let group = podgroup::desired(job, gang, &BTreeMap::new()).map_err(|e| vec![e])?;
-    let named_classes = job.spec.tf_replica_specs.iter().any(|(_, s)| {
-        s.template
-            .spec
-            .as_ref()
-            .is_some_and(|p| p.priority_class_name.is_some())
-    });
+    let named_classes = job
+        .spec
+        .tf_replica_specs
+        .iter()
+        .any(|(_, s)| s.template.priority_class_name().is_some());
     let policy = job
         .spec
         .run_policy

@@ -1,5 +1,9 @@
 //! Defaulting (docs/behaviour.md §2): applied in memory on every reconcile, never written back,
 //! the early-v1 run-policy fields at the top of `spec` folded under `runPolicy` first. Pure.
+//!
+//! The `tfjob-port` default is applied where a pod or service is built from a template
+//! ([`default_tf_port`]), the one place the template is decoded: the spec keeps its templates
+//! as text (`crd::template`), and defaulting them on every pass would decode each one.
 
 use k8s_openapi::api::core::v1::{ContainerPort, PodSpec};
 
@@ -7,26 +11,18 @@ use super::spec::{
     CleanPodPolicy, DEFAULT_REPLICAS, RestartPolicy, RunPolicy, SuccessPolicy, TFJobSpec,
 };
 
-/// Name of the container that gets TF_CONFIG and the default port.
-pub const TF_CONTAINER: &str = "tensorflow";
-/// Name of the port TF_CONFIG addresses use.
-pub const TF_PORT_NAME: &str = "tfjob-port";
-/// Port used when the `tensorflow` container declares no `tfjob-port`.
-pub const TF_DEFAULT_PORT: i32 = 2222;
+pub use super::tensorflow::{TF_CONTAINER, TF_DEFAULT_PORT, TF_PORT_NAME, tf_port};
 
 /// The spec with every default filled in: the early-v1 fields folded under `runPolicy`
 /// ([`fold_legacy_run_policy`]), replicas 1, restartPolicy Never, cleanPodPolicy Running,
-/// successPolicy "", suspend false, and the `tfjob-port` appended to each `tensorflow`
-/// container lacking one. Idempotent.
+/// successPolicy "", suspend false. The templates are left as written (the `tfjob-port` is
+/// defaulted in each pod and service built from them). Idempotent.
 pub fn with_defaults(spec: &TFJobSpec) -> TFJobSpec {
     let mut out = spec.clone();
     fold_legacy_run_policy(&mut out);
     for replica in out.tf_replica_specs.specs.values_mut() {
         replica.replicas.get_or_insert(DEFAULT_REPLICAS);
         replica.restart_policy.get_or_insert(RestartPolicy::Never);
-        if let Some(pod_spec) = replica.template.spec.as_mut() {
-            default_tf_port(pod_spec);
-        }
     }
     let run_policy = out.run_policy.get_or_insert_with(RunPolicy::default);
     run_policy
@@ -127,20 +123,6 @@ pub fn default_tf_port(pod_spec: &mut PodSpec) {
     }
 }
 
-/// The port TF_CONFIG uses for a replica: the `tfjob-port` of its `tensorflow` container,
-/// else 2222.
-pub fn tf_port(pod_spec: Option<&PodSpec>) -> i32 {
-    pod_spec
-        .and_then(|s| s.containers.iter().find(|c| c.name == TF_CONTAINER))
-        .and_then(|c| c.ports.as_ref())
-        .and_then(|ports| {
-            ports
-                .iter()
-                .find(|p| p.name.as_deref() == Some(TF_PORT_NAME))
-        })
-        .map_or(TF_DEFAULT_PORT, |p| p.container_port)
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
@@ -177,7 +159,7 @@ mod tests {
             tf_replica_specs: [(
                 ReplicaType::Worker,
                 ReplicaSpec {
-                    template,
+                    template: template.into(),
                     ..replica
                 },
             )]
@@ -187,16 +169,8 @@ mod tests {
         }
     }
 
-    fn worker_ports(spec: &TFJobSpec) -> Vec<Vec<ContainerPort>> {
-        let pod = spec
-            .tf_replica_specs
-            .get(ReplicaType::Worker)
-            .unwrap()
-            .template
-            .spec
-            .as_ref();
-        pod.unwrap()
-            .containers
+    fn ports(pod: &PodSpec) -> Vec<Vec<ContainerPort>> {
+        pod.containers
             .iter()
             .map(|c| c.ports.clone().unwrap_or_default())
             .collect()
@@ -346,10 +320,33 @@ mod tests {
             ),
         ];
         for (name, containers, want) in cases {
-            let d = with_defaults(&spec_with(containers, Default::default()));
-            assert_eq!(worker_ports(&d), want, "{name}");
-            assert_eq!(with_defaults(&d), d, "{name}: defaulting is idempotent");
+            let mut pod = PodSpec {
+                containers,
+                ..Default::default()
+            };
+            default_tf_port(&mut pod);
+            assert_eq!(ports(&pod), want, "{name}");
+            let once = pod.clone();
+            default_tf_port(&mut pod);
+            assert_eq!(pod, once, "{name}: defaulting is idempotent");
         }
+    }
+
+    #[test]
+    fn templates_are_left_as_written() {
+        // The port goes into the pods built from the template, not into the spec: a pass
+        // that builds nothing decodes nothing.
+        let spec = spec_with(vec![container("tensorflow", None)], Default::default());
+        let d = with_defaults(&spec);
+        let template = |s: &TFJobSpec| {
+            s.tf_replica_specs
+                .get(ReplicaType::Worker)
+                .unwrap()
+                .template
+                .clone()
+        };
+        assert_eq!(template(&d), template(&spec));
+        assert_eq!(ports(&template(&d).decode().spec.unwrap()), vec![vec![]]);
     }
 
     #[test]

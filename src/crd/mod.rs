@@ -12,8 +12,11 @@ pub mod schema;
 pub mod settings;
 pub mod spec;
 pub mod status;
+pub mod template;
+pub mod tensorflow;
 pub mod validation;
 
 pub use replica_type::ReplicaType;
 pub use spec::*;
 pub use status::*;
+pub use template::Template;

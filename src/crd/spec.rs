@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -10,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::replica_type::ReplicaType;
 use super::status::TFJobStatus;
+use super::template::Template;
 
 /// A TensorFlow training job: a set of replicas (Chief/Master, PS, Worker, Evaluator).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -77,8 +77,9 @@ pub struct TFJobSpec {
 /// to report, so a bad key never makes the whole object unreadable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplicaSpecs {
-    /// Boxed: a B-tree node holds room for 11 values, and a `ReplicaSpec` is ~2 KiB inline
-    /// (its pod template), so every cached job carried a ~20 KiB node for 1 to 4 specs.
+    /// Boxed: a B-tree node holds room for 11 values; a node of 11 pointers is smaller than
+    /// one of 11 `ReplicaSpec`s for the 1 to 4 specs a job has (a spec was ~2 KiB while its
+    /// template was kept decoded, a ~20 KiB node per cached job).
     pub specs: BTreeMap<ReplicaType, Box<ReplicaSpec>>,
     /// Keys as written that could not be placed (unknown type or duplicate type).
     pub rejected_keys: Vec<String>,
@@ -152,7 +153,7 @@ pub struct ReplicaSpec {
 
     /// The pod each replica runs; it must have a container named `tensorflow`.
     #[serde(default)]
-    pub template: PodTemplateSpec,
+    pub template: Template,
 
     /// Always, OnFailure, Never (default) or ExitCode.
     #[serde(default, skip_serializing_if = "Option::is_none")]

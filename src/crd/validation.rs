@@ -202,6 +202,7 @@ fn check_limits(
     }
 }
 
+pub mod containers;
 mod replicas;
 #[cfg(test)]
 mod tests;

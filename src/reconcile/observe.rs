@@ -61,8 +61,8 @@ fn group_view(cache: &GroupCache, object: &CachedJob, job: &JobMeta<'_>) -> Grou
             .spec
             .tf_replica_specs
             .iter()
-            .filter_map(|(_, s)| s.template.spec.as_ref()?.priority_class_name.clone())
-            .filter_map(|name| Some((name.clone(), cache.priority(&name)?)))
+            .filter_map(|(_, s)| s.template.priority_class_name())
+            .filter_map(|name| Some((name.to_string(), cache.priority(name)?)))
             .collect(),
         Err(_) => Default::default(),
     };

@@ -175,11 +175,8 @@ fn every_seed_deserialises_to_the_expected_job() {
             let spec = specs.get(*t).unwrap();
             assert_eq!(spec.replicas, *replicas, "{file} {t}");
             assert_eq!(spec.restart_policy, *policy, "{file} {t}");
-            let got: Vec<_> = spec
-                .template
-                .spec
-                .as_ref()
-                .unwrap()
+            let pod = spec.template.decode().spec.unwrap();
+            let got: Vec<_> = pod
                 .containers
                 .iter()
                 .map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or_default()))
@@ -201,8 +198,8 @@ fn seed_details_survive() {
         .get(Worker)
         .unwrap()
         .template
+        .decode()
         .spec
-        .clone()
         .unwrap();
     assert_eq!(worker.restart_policy.as_deref(), Some("OnFailure"));
     let limits = worker.containers[0]
@@ -221,8 +218,8 @@ fn seed_details_survive() {
         .get(Ps)
         .unwrap()
         .template
+        .decode()
         .spec
-        .clone()
         .unwrap();
     assert_eq!(
         ps.containers[0].resources.clone().unwrap().limits.unwrap()["cpu"].0,
@@ -236,8 +233,8 @@ fn seed_details_survive() {
         .get(Worker)
         .unwrap()
         .template
+        .decode()
         .metadata
-        .clone()
         .unwrap()
         .annotations
         .unwrap();

@@ -1,9 +1,6 @@
 //! Validation of `tfReplicaSpecs` (docs/behaviour.md §3): keys, roles, replicas, containers. Pure.
 
-use k8s_openapi::api::core::v1::PodSpec;
-
 use super::{replica_path, replicas};
-use crate::crd::defaults::TF_CONTAINER;
 use crate::crd::field_error::FieldError;
 use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 
@@ -73,46 +70,9 @@ pub(super) fn validate_replica(t: ReplicaType, spec: &ReplicaSpec, errors: &mut 
             format!("Invalid value: {n}: must be greater than or equal to 0"),
         ));
     }
-    validate_containers(
-        &format!("{path}.template.spec.containers"),
-        spec.template.spec.as_ref(),
-        errors,
-    );
-}
-
-fn validate_containers(path: &str, pod: Option<&PodSpec>, errors: &mut Vec<FieldError>) {
-    let containers = pod.map(|p| p.containers.as_slice()).unwrap_or_default();
-    if containers.is_empty() {
-        errors.push(FieldError::new(path, "Required value"));
-        return;
-    }
-    for (i, c) in containers.iter().enumerate() {
-        if c.image.as_deref().is_none_or(|img| img.trim().is_empty()) {
-            errors.push(FieldError::new(
-                format!("{path}[{i}].image"),
-                "Required value",
-            ));
-        }
-    }
-    let tf: Vec<usize> = containers
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.name == TF_CONTAINER)
-        .map(|(i, _)| i)
-        .collect();
-    match tf.as_slice() {
-        [] => errors.push(FieldError::new(
-            path,
-            format!("Required value: one container must be named \"{TF_CONTAINER}\""),
-        )),
-        [_] => {}
-        [_, rest @ ..] => {
-            for i in rest {
-                errors.push(FieldError::new(
-                    format!("{path}[{i}].name"),
-                    format!("Duplicate value: \"{TF_CONTAINER}\""),
-                ));
-            }
-        }
-    }
+    // Found once, when the template was read (validation runs on every pass).
+    errors.extend(spec.template.problems().iter().map(|e| FieldError {
+        path: format!("{path}.template.{}", e.path),
+        message: e.message.clone(),
+    }));
 }

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, EnvVar};
 use serde_json::{Value, json};
 
 use super::workload::{
@@ -106,11 +105,9 @@ fn priority_class(job: &TFJob) -> String {
         .or_else(|| {
             job.spec.tf_replica_specs.iter().find_map(|(_, s)| {
                 s.template
-                    .spec
-                    .as_ref()?
-                    .priority_class_name
-                    .clone()
+                    .priority_class_name()
                     .filter(|p| !p.is_empty())
+                    .map(str::to_string)
             })
         })
         .unwrap_or_default()
@@ -134,52 +131,53 @@ fn workload_annotations(
 /// One PodSet per replica type (`KubeflowJob.PodSets`): the lower-case type, `replicas` pods
 /// (1 when unset), the template with each container's environment variables made unique by
 /// name (the last value wins, at the first one's place: `SanitizePodSet`), and the topology
-/// request Kueue builds from the template's annotations.
+/// request Kueue builds from the template's annotations. The template is read from its JSON
+/// text straight to a value (the form a PodSet keeps), never decoded.
 pub fn pod_sets(job: &TFJob) -> Vec<PodSet> {
     job.spec
         .tf_replica_specs
         .iter()
         .map(|(t, spec)| {
-            let mut template = spec.template.clone();
-            if let Some(pod) = template.spec.as_mut() {
-                pod.containers.iter_mut().for_each(sanitize);
-                pod.init_containers.iter_mut().flatten().for_each(sanitize);
+            let mut template = spec.template.to_value();
+            for list in ["/spec/containers", "/spec/initContainers"] {
+                if let Some(Value::Array(containers)) = template.pointer_mut(list) {
+                    containers.iter_mut().for_each(sanitize);
+                }
             }
-            let annotations = template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.annotations.as_ref());
+            let topology_request = topology_request(&template["metadata"]["annotations"]);
             PodSet {
                 name: t.lower().to_string(),
                 count: spec.replicas.unwrap_or(1),
                 min_count: None,
-                template: serde_json::to_value(&template).unwrap_or_default(),
-                topology_request: topology_request(annotations),
+                template,
+                topology_request,
             }
         })
         .collect()
 }
 
-fn sanitize(container: &mut Container) {
-    let Some(env) = container.env.as_mut() else {
+/// A container (as JSON) with its environment variables made unique by name.
+fn sanitize(container: &mut Value) {
+    let Some(Value::Array(env)) = container.get_mut("env") else {
         return;
     };
     let mut order: Vec<String> = Vec::new();
-    let mut last: BTreeMap<String, EnvVar> = BTreeMap::new();
+    let mut last: BTreeMap<String, Value> = BTreeMap::new();
     for var in env.drain(..) {
-        if !last.contains_key(&var.name) {
-            order.push(var.name.clone());
+        let name = var["name"].as_str().unwrap_or_default().to_string();
+        if !last.contains_key(&name) {
+            order.push(name.clone());
         }
-        last.insert(var.name.clone(), var);
+        last.insert(name, var);
     }
     *env = order.into_iter().filter_map(|n| last.remove(&n)).collect();
 }
 
 /// Kueue's topology request of a Kubeflow PodSet (`NewPodSetTopologyRequest(...)
 /// .PodIndexLabel(replica-index).Build()`): always the pod index label, plus what the
-/// template's annotations ask for.
-fn topology_request(annotations: Option<&BTreeMap<String, String>>) -> Option<Value> {
-    let get = |key: &str| annotations.and_then(|a| a.get(key));
+/// template's annotations (a JSON object, or null) ask for.
+fn topology_request(annotations: &Value) -> Option<Value> {
+    let get = |key: &str| annotations.get(key).and_then(Value::as_str);
     let mut request = json!({"podIndexLabel": LABEL_REPLICA_INDEX});
     let (required, preferred) = (get(REQUIRED_TOPOLOGY), get(PREFERRED_TOPOLOGY));
     if let Some(required) = required {

@@ -1,6 +1,8 @@
 //! The desired Pod and headless Service of each replica (docs/behaviour.md §4). Pure, deterministic:
 //! the same job gives byte-identical objects every time.
 
+use std::borrow::Cow;
+
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -29,7 +31,7 @@ pub fn owner_reference(job: &TFJob) -> OwnerReference {
 
 /// The pod of replica `t`/`index`: the template with our labels (winning over the
 /// template's), the translated restart policy, the default port and TF_CONFIG.
-/// `job.spec` is assumed defaulted; the port is defaulted here too (idempotent).
+/// The template is decoded here, and the `tfjob-port` defaulted (docs/behaviour.md §2).
 ///
 /// `settings` are the job's own (as validation read them): under `restart-scope: Job` or with
 /// failure rules the kubelet never restarts a container (the operator restarts replicas or
@@ -43,15 +45,12 @@ pub fn pod(
     settings: &JobSettings,
 ) -> Pod {
     let replica = replica_spec(job, t);
-    let template = &replica.template;
+    let template = replica.template.decode();
     let name = job_name(job);
     let attempt = job.status.as_ref().and_then(|s| s.restart_attempt);
 
-    let mut labels = template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
+    let template_meta = template.metadata.unwrap_or_default();
+    let mut labels = template_meta.labels.unwrap_or_default();
     labels.extend(replica_labels(name, t, index));
     if is_master_role(&job.spec, t, index) {
         labels.insert(LABEL_JOB_ROLE.to_string(), JOB_ROLE_MASTER.to_string());
@@ -62,15 +61,14 @@ pub fn pod(
             attempt.unwrap_or(0).to_string(),
         );
     }
-    let template_meta = template.metadata.as_ref();
     let metadata = ObjectMeta {
         labels: Some(labels),
-        annotations: template_meta.and_then(|m| m.annotations.clone()),
-        finalizers: template_meta.and_then(|m| m.finalizers.clone()),
+        annotations: template_meta.annotations,
+        finalizers: template_meta.finalizers,
         ..child_meta(job, t, index)
     };
 
-    let mut spec = template.spec.clone().unwrap_or_default();
+    let mut spec = template.spec.unwrap_or_default();
     let policy = match settings.operator_restarts() {
         true => "Never",
         false => pod_restart_policy(replica.restart_policy),
@@ -94,8 +92,8 @@ pub fn service(job: &TFJob, t: ReplicaType, index: i32) -> Service {
     let labels = replica_labels(job_name(job), t, index);
     let mut pod_spec = replica_spec(job, t)
         .template
+        .decode()
         .spec
-        .clone()
         .unwrap_or_default();
     default_tf_port(&mut pod_spec);
     let ports = pod_spec
@@ -136,12 +134,10 @@ pub fn service(job: &TFJob, t: ReplicaType, index: i32) -> Service {
 /// Whether any template sets its own pod restartPolicy, which the replica's policy
 /// overrides (one `SetPodTemplateRestartPolicy` Warning per job).
 pub fn template_sets_restart_policy(job: &TFJob) -> bool {
-    job.spec.tf_replica_specs.iter().any(|(_, s)| {
-        s.template
-            .spec
-            .as_ref()
-            .is_some_and(|p| p.restart_policy.is_some())
-    })
+    job.spec
+        .tf_replica_specs
+        .iter()
+        .any(|(_, s)| s.template.sets_restart_policy())
 }
 
 /// Pod restartPolicy for a replica policy: ExitCode is decided by the operator, so the
@@ -154,16 +150,11 @@ pub fn pod_restart_policy(policy: Option<RestartPolicy>) -> &'static str {
     }
 }
 
-fn replica_spec(job: &TFJob, t: ReplicaType) -> &ReplicaSpec {
-    static EMPTY: ReplicaSpec = ReplicaSpec {
-        replicas: None,
-        template: k8s_openapi::api::core::v1::PodTemplateSpec {
-            metadata: None,
-            spec: None,
-        },
-        restart_policy: None,
-    };
-    job.spec.tf_replica_specs.get(t).unwrap_or(&EMPTY)
+fn replica_spec(job: &TFJob, t: ReplicaType) -> Cow<'_, ReplicaSpec> {
+    job.spec
+        .tf_replica_specs
+        .get(t)
+        .map_or_else(Cow::default, Cow::Borrowed)
 }
 
 fn child_meta(job: &TFJob, t: ReplicaType, index: i32) -> ObjectMeta {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::crd::defaults::{TF_DEFAULT_PORT, tf_port};
+use crate::crd::defaults::TF_DEFAULT_PORT;
 use crate::crd::labels::{child_name, job_name, job_namespace};
 use crate::crd::{ReplicaSpec, ReplicaType, TFJob};
 
@@ -132,7 +132,7 @@ fn sparse_cluster(
 }
 
 fn port_of(spec: &ReplicaSpec) -> i32 {
-    tf_port(spec.template.spec.as_ref())
+    spec.template.tf_port()
 }
 
 fn addresses(job: &TFJob, t: ReplicaType, spec: &ReplicaSpec, domain: Option<&str>) -> Vec<String> {
@@ -181,7 +181,8 @@ mod tests {
                     ..Default::default()
                 }),
                 ..Default::default()
-            },
+            }
+            .into(),
             restart_policy: None,
         }
     }

@@ -52,8 +52,7 @@ pub fn min_resources(
         job.spec
             .tf_replica_specs
             .get(t)
-            .and_then(|s| s.template.spec.as_ref())
-            .and_then(|s| s.priority_class_name.as_ref())
+            .and_then(|s| s.template.priority_class_name())
             .and_then(|name| priorities.get(name).copied())
             .unwrap_or(0)
     };
@@ -67,8 +66,10 @@ pub fn min_resources(
         };
         let pods = spec.count().min(min_member - counted).max(0);
         counted += pods;
-        let containers = spec.template.spec.iter().flat_map(|s| &s.containers);
-        for container in containers {
+        // Decoded on each pass of a gang-scheduled job that sets no minResources: only that
+        // mode reads what the containers request.
+        let pod = spec.template.decode().spec.unwrap_or_default();
+        for container in &pod.containers {
             let resources = container.resources.as_ref();
             let wanted = resources
                 .and_then(|r| r.requests.as_ref())

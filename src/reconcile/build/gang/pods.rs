@@ -61,7 +61,7 @@ pub fn foreign_schedulers(job: &TFJob, gang: &Gang) -> Vec<(ReplicaType, String)
         .tf_replica_specs
         .iter()
         .filter_map(|(t, s)| {
-            let name = s.template.spec.as_ref()?.scheduler_name.as_deref()?;
+            let name = s.template.scheduler_name()?;
             (!name.is_empty() && name != gang.scheduler_name()).then(|| (t, name.to_string()))
         })
         .collect()

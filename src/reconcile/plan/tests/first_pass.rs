@@ -14,7 +14,9 @@ fn cases() -> Vec<Case> {
         .specs
         .get_mut(&Worker)
         .unwrap();
-    spec.template.spec.as_mut().unwrap().restart_policy = Some("Always".into());
+    let mut template = spec.template.decode();
+    template.spec.as_mut().unwrap().restart_policy = Some("Always".into());
+    spec.template = template.into();
     let suspended = with_policy(job("j", &[(Worker, 1, Never)]), |r| r.suspend = Some(true));
     vec![
         case(

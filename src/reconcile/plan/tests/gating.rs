@@ -22,7 +22,9 @@ fn cases() -> Vec<Case> {
         .specs
         .get_mut(&Worker)
         .unwrap();
-    spec.template.spec.as_mut().unwrap().containers[0].image = None;
+    let mut template = spec.template.decode();
+    template.spec.as_mut().unwrap().containers[0].image = None;
+    spec.template = template.into();
     let mut bad_key = job("j", &[(Worker, 1, Never)]);
     bad_key
         .spec

@@ -51,7 +51,7 @@ pub fn job(name: &str, replicas: &[(ReplicaType, i32, RestartPolicy)]) -> TFJob 
                 t,
                 ReplicaSpec {
                     replicas: Some(n),
-                    template,
+                    template: template.into(),
                     restart_policy: Some(policy),
                 },
             )
