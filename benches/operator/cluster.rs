@@ -35,8 +35,14 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// With `TFJOB_BENCH_PAGED_LISTS` set, the simulator refuses streaming lists, as Kubernetes
+    /// 1.33 does, and every watch starts with paged lists.
     pub async fn start() -> anyhow::Result<Self> {
-        let sim = Sim::start(Options::default()).await?;
+        let options = Options {
+            streaming_lists: std::env::var_os("TFJOB_BENCH_PAGED_LISTS").is_none(),
+            ..Options::default()
+        };
+        let sim = Sim::start(options).await?;
         let mut config = kube::Config::new(sim.url().parse()?);
         config.headers.push((
             HeaderName::from_static("user-agent"),
