@@ -214,6 +214,25 @@ async fn selectors_turn_modifications_into_added_and_deleted() {
     assert_eq!(names, ["other"]);
 }
 
+/// Each line names its event type before its object, as the API server writes it: a client
+/// that reads the type first (kube's) then decodes the object straight, without buffering it.
+#[tokio::test]
+async fn a_watch_line_gives_its_type_before_its_object() {
+    let (sim, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.create(&PostParams::default(), &cm("order", json!({})))
+        .await
+        .expect("create");
+    let body = raw_get(&sim.url(), &format!("{CMS}?watch=true&timeoutSeconds=1"))
+        .await
+        .body;
+    let lines: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "no event in {body:?}");
+    for line in lines {
+        assert!(line.starts_with(r#"{"type":"#), "{line}");
+    }
+}
+
 /// The next object, skipping (and logging) the errors the watcher reports before it recovers.
 async fn next(
     s: &mut futures::stream::BoxStream<'static, Result<ConfigMap, watcher::Error>>,
