@@ -145,6 +145,27 @@ fn pair((ns, name): &Place) -> (&str, &str) {
     (ns, name)
 }
 
+impl<K> Bucket<K> {
+    fn is(&self, ns: &str, job: &str) -> bool {
+        &*self.namespace == ns && &*self.job == job
+    }
+}
+
+/// Files `obj` in `table` under `hash` (of its namespace and name), replacing the object of its
+/// place if there is one.
+fn put<K: Identity>(
+    table: &mut HashTable<Arc<K>>,
+    hash: u64,
+    obj: Arc<K>,
+    rehash: impl Fn(&Arc<K>) -> u64,
+) {
+    let place = (obj.namespace().unwrap_or_default(), obj.name());
+    match table.entry(hash, |o| at(&**o, place), rehash) {
+        Entry::Occupied(mut e) => *e.get_mut() = obj,
+        Entry::Vacant(e) => drop(e.insert(obj)),
+    }
+}
+
 /// Whether `obj` is filed at (namespace, name).
 fn at<K: Identity>(obj: &K, (ns, name): (&str, &str)) -> bool {
     obj.name() == name && obj.namespace().unwrap_or_default() == ns
@@ -162,8 +183,7 @@ impl<K: Identity> Filing<K> {
 
     fn bucket(&self, ns: &str, job: &str) -> Option<&Bucket<K>> {
         let hash = self.hash((ns, job));
-        self.by_job
-            .find(hash, |b| &*b.namespace == ns && &*b.job == job)
+        self.by_job.find(hash, |b| b.is(ns, job))
     }
 
     fn file(&mut self, obj: Arc<K>) {
@@ -177,33 +197,20 @@ impl<K: Identity> Filing<K> {
         let hash = self.hash((ns, name));
         let hasher = &self.hasher;
         let rehash = |o: &Arc<K>| hasher.hash_one((o.namespace().unwrap_or_default(), o.name()));
-        match self.by_place.entry(hash, |o| at(&**o, (ns, name)), rehash) {
-            Entry::Occupied(mut e) => *e.get_mut() = obj.clone(),
-            Entry::Vacant(e) => drop(e.insert(obj.clone())),
-        }
+        put(&mut self.by_place, hash, obj.clone(), rehash);
         let job = obj.job_label();
         let job_hash = self.hash((ns, job));
         let rehash_bucket = |b: &Bucket<K>| hasher.hash_one((&*b.namespace, &*b.job));
         let bucket = self
             .by_job
-            .entry(
-                job_hash,
-                |b| &*b.namespace == ns && &*b.job == job,
-                rehash_bucket,
-            )
+            .entry(job_hash, |b| b.is(ns, job), rehash_bucket)
             .or_insert_with(|| Bucket {
                 namespace: ns.into(),
                 job: job.into(),
                 children: HashTable::new(),
             })
             .into_mut();
-        match bucket
-            .children
-            .entry(hash, |o| at(&**o, (ns, name)), rehash)
-        {
-            Entry::Occupied(mut e) => *e.get_mut() = obj.clone(),
-            Entry::Vacant(e) => drop(e.insert(obj.clone())),
-        }
+        put(&mut bucket.children, hash, obj, rehash);
     }
 
     fn get(&self, place: (&str, &str)) -> Option<&Arc<K>> {
@@ -227,10 +234,7 @@ impl<K: Identity> Filing<K> {
         let (name, job) = (obj.name(), obj.job_label());
         let hash = self.hash_of(obj);
         let job_hash = self.hash((ns, job));
-        let Ok(mut bucket) = self
-            .by_job
-            .find_entry(job_hash, |b| &*b.namespace == ns && &*b.job == job)
-        else {
+        let Ok(mut bucket) = self.by_job.find_entry(job_hash, |b| b.is(ns, job)) else {
             return;
         };
         if let Ok(child) = bucket
