@@ -273,6 +273,11 @@ async fn measure(
                 "requests per finished 1-worker job: {}",
                 l.requests.summary(n)
             ));
+            r.notes.push(format!(
+                "200 1-worker jobs of 2 s to Succeeded ({:.2} s): {}",
+                l.finished.as_secs_f64(),
+                l.timeline
+            ));
             format!(
                 "{} requests per job, CPU {:.2} ms per job",
                 l.requests.summary(n),

@@ -24,6 +24,9 @@ use crate::settings::{RunArgs, bind_address};
 pub const CONTROLLER_NAME: &str = "tfjob-operator";
 
 /// Run until SIGTERM/SIGINT, against the cluster kubectl would use.
+/// How long a stopping operator waits for its queued events to be published.
+const EVENTS_AT_STOP: Duration = Duration::from_secs(5);
+
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut config = kube::Config::infer()
         .await
@@ -126,7 +129,11 @@ pub async fn run_with_clients(
         }
         leading(true);
     }
-    let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &identity);
+    let (events, publisher) = crate::runtime::publisher::start(EventRecorder::new(
+        client.clone(),
+        CONTROLLER_NAME,
+        &identity,
+    ));
     let settings = Settings {
         cluster_domain: args.cluster_domain.clone().filter(|d| !d.is_empty()),
         gang: args.gang.gang(),
@@ -150,7 +157,7 @@ pub async fn run_with_clients(
     let shared = Arc::new(Shared {
         client,
         settings,
-        recorder,
+        events,
         metrics: probes.metrics.clone(),
         memory: Default::default(),
         max_backoff: Duration::from_secs_f64(args.max_error_backoff),
@@ -187,11 +194,15 @@ pub async fn run_with_clients(
                     anyhow::bail!("lost the leader lease; exiting so a standby takes over")
                 }
             }
+            drop(shared);
+            publisher.finish_within(EVENTS_AT_STOP).await;
             elector.release().await;
             leading(false);
         }
         None => {
             all.await;
+            drop(shared);
+            publisher.finish_within(EVENTS_AT_STOP).await;
         }
     }
     tracing::info!("stopped");

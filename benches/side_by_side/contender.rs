@@ -181,7 +181,9 @@ impl Installed {
         let log = std::fs::File::create(&log_path)?;
         let mut command = match &self.contender.kind {
             Kind::Ours { concurrency } => {
-                let mut c = Command::new(OURS);
+                // (`TFJOB_BENCH_BINARY`: another build of ours, as in the operator bench)
+                let ours = std::env::var("TFJOB_BENCH_BINARY").unwrap_or_else(|_| OURS.into());
+                let mut c = Command::new(ours);
                 c.args(["run", "--namespace", ns])
                     .args(["--metrics-bind-address", "0"])
                     .args(["--health-probe-bind-address", "0"])

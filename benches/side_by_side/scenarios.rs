@@ -56,6 +56,8 @@ pub struct Lifecycle {
     pub cpu: Duration,
     /// From the first create to the last job's `Succeeded`.
     pub finished: Duration,
+    /// Where each job's time went (`timeline::lifecycle`).
+    pub timeline: String,
 }
 
 /// `count` jobs of `workers` workers applied at once, until all `2 × count × workers`
@@ -158,7 +160,9 @@ pub async fn lifecycle(
         .iter()
         .filter(|r| r.user == user && r.created("events", &ns))
         .count() as u64;
+    let timeline = timeline::lifecycle(&h.log[mark..], &user, &ns);
     Ok(Lifecycle {
+        timeline,
         jobs: count,
         requests: Counts::of(h.requests_since(mark)),
         events,

@@ -1,7 +1,8 @@
 //! Where a burst's time goes, read from the audit log alone: per job, the wait from its create
 //! to its first child (queued: the operator had not begun it) and the span from its first child
 //! to its last (creating); how many jobs were being created at once; how long the API server
-//! took to answer the operator's creates; and the requests refused. Pure.
+//! took to answer the operator's creates; and the requests refused. For jobs run to the end
+//! (`lifecycle`), where each job's time went from its create to its last status write. Pure.
 
 use std::collections::BTreeMap;
 
@@ -71,6 +72,81 @@ pub fn summary(log: &[Request], user: &str, namespace: &str) -> String {
         spread(&mut creating, 1.0, "s"),
         if window > 0.0 { busy / window } else { 0.0 },
         spread(&mut latencies, 1000.0, "ms"),
+    )
+}
+
+/// Per job of a lifecycle run, each stage's spread (p50 / p90 / max): its create → its first
+/// child; that child → the pod's first status write by anyone else (kwok: running); the pod's
+/// last status write (kwok: ended) → the operator's last status write of the job (Succeeded);
+/// and the whole, create → that last write. With the operator's status writes per job, the
+/// refused ones, and the time of the last write of all (which ends the figure).
+pub fn lifecycle(log: &[Request], user: &str, namespace: &str) -> String {
+    #[derive(Default)]
+    struct Job {
+        created: Option<Timestamp>,
+        first_child: Option<Timestamp>,
+        pod_first: Option<Timestamp>,
+        pod_last: Option<Timestamp>,
+        status_last: Option<Timestamp>,
+        status_writes: u32,
+        refused: u32,
+    }
+    let mut jobs: BTreeMap<&str, Job> = BTreeMap::new();
+    for r in log.iter().filter(|r| r.namespace == namespace) {
+        let ours = r.user == user;
+        if r.created("tfjobs", namespace) {
+            jobs.entry(&r.name).or_default().created = Some(r.at);
+        } else if ours && r.resource == "tfjobs/status" && r.verb == "update" {
+            let job = jobs.entry(&r.name).or_default();
+            job.status_writes += 1;
+            if r.code < 300 {
+                job.status_last = Some(r.at);
+            } else {
+                job.refused += 1;
+            }
+        } else if ours
+            && r.created("pods", namespace)
+            && let Some(name) = job_of(&r.name)
+        {
+            jobs.entry(name)
+                .or_default()
+                .first_child
+                .get_or_insert(r.at);
+        } else if !ours
+            && r.resource == "pods/status"
+            && r.code < 300
+            && let Some(name) = job_of(&r.name)
+        {
+            let job = jobs.entry(name).or_default();
+            job.pod_first.get_or_insert(r.at);
+            job.pod_last = Some(r.at);
+        }
+    }
+    let stage = |from: fn(&Job) -> Option<Timestamp>, to: fn(&Job) -> Option<Timestamp>| {
+        let mut v: Vec<f64> = jobs
+            .values()
+            .filter_map(|j| Some(seconds(from(j)?, to(j)?)))
+            .collect();
+        spread(&mut v, 1.0, "s")
+    };
+    let n = jobs.len().max(1) as f64;
+    let writes: u32 = jobs.values().map(|j| j.status_writes).sum();
+    let refused: u32 = jobs.values().map(|j| j.refused).sum();
+    let start = jobs.values().filter_map(|j| j.created).min();
+    let end = jobs.values().filter_map(|j| j.status_last).max();
+    let last = match (start, end) {
+        (Some(a), Some(b)) => format!("{:.2} s", seconds(a, b)),
+        _ => "–".into(),
+    };
+    format!(
+        "per job, create → first pod {}; first pod → pod running {}; pod ended → last status \
+         write {}; create → last status write {}; status writes per job {:.2} ({refused} refused); \
+         the last status write of all {last} after the first create",
+        stage(|j| j.created, |j| j.first_child),
+        stage(|j| j.first_child, |j| j.pod_first),
+        stage(|j| j.pod_last, |j| j.status_last),
+        stage(|j| j.created, |j| j.status_last),
+        f64::from(writes) / n,
     )
 }
 

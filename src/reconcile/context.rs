@@ -1,5 +1,5 @@
 //! What passes work with: the state shared by every scope (`Shared`: client, settings,
-//! recorder, metrics, per-job memory, the Kueue side) and one scope's caches (`Context`).
+//! event queue, metrics, per-job memory, the Kueue side) and one scope's caches (`Context`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::Settings;
 use crate::runtime::departed::Departed;
 use crate::runtime::podgroups::GroupCache;
-use crate::runtime::recorder::EventRecorder;
+use crate::runtime::publisher::EventQueue;
 use crate::runtime::store::ChildCache;
 use crate::runtime::watches::Caches;
 
@@ -27,7 +27,8 @@ use crate::runtime::watches::Caches;
 pub struct Shared {
     pub client: Client,
     pub settings: Settings,
-    pub recorder: EventRecorder,
+    /// Where passes queue their events (`runtime::publisher`).
+    pub events: EventQueue,
     pub metrics: Metrics,
     /// What is remembered about each job between passes.
     pub memory: Memory,

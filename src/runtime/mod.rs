@@ -9,6 +9,7 @@ pub mod departed;
 pub mod leader;
 pub mod listing;
 pub mod podgroups;
+pub mod publisher;
 pub mod recorder;
 pub mod store;
 pub mod triggers;

@@ -99,7 +99,16 @@ impl EventRecorder {
         note: &Note<'_>,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
-        let now = Timestamp::now();
+        self.publish_at(note, regarding, Timestamp::now()).await
+    }
+
+    /// `publish`, for something that happened at `now` (queued events are published later).
+    pub async fn publish_at(
+        &self,
+        note: &Note<'_>,
+        regarding: &ObjectReference,
+        now: Timestamp,
+    ) -> Result<(), kube::Error> {
         let key = key(note, regarding);
         let repeat = self.recent().repeat(key, now);
         match repeat {

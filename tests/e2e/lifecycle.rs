@@ -141,13 +141,7 @@ async fn ttl_deletes_the_finished_job_and_its_children_follow_by_garbage_collect
         |s| s.is_none().then_some(()),
     )
     .await;
-    let events = c.events_of("ttl").await;
-    assert!(
-        events
-            .iter()
-            .any(|(reason, _)| reason == "SuccessfulDeleteJob"),
-        "{events:?}"
-    );
+    c.until_event_reason("ttl", "SuccessfulDeleteJob").await;
 }
 
 /// A job with a PS running for an hour and two workers that succeed, under `policy` (None:
@@ -469,6 +463,8 @@ async fn run_until_settled(c: &TestCluster, mut spec: serde_json::Value) -> Requ
         .await
         .unwrap();
     c.until_condition(&name, ConditionType::Succeeded).await;
+    // (its event follows the status write: published behind the pass)
+    c.until_event_reason(&name, "TFJobSucceeded").await;
     let lp =
         kube::api::ListParams::default().labels(&format!("training.kubeflow.org/job-name={name}"));
     let deadline = tokio::time::Instant::now() + crate::support::WAIT;

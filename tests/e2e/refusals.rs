@@ -169,6 +169,14 @@ async fn a_terminating_namespace_gets_at_most_one_round_of_refused_creates() {
         &["doomed-ps-0", "doomed-worker-0", "doomed-worker-1"],
     )
     .await;
+    // The creation's events are published behind its pass: out before the count starts.
+    for reason in [
+        "TFJobCreated",
+        "SuccessfulCreatePod",
+        "SuccessfulCreateService",
+    ] {
+        c.until_event_reason("doomed", reason).await;
+    }
 
     let mark = c.mark();
     let namespaces: Api<Namespace> = Api::all(c.client.clone());

@@ -66,13 +66,7 @@ async fn an_unreadable_tfjob_fails_with_the_field_named_and_does_not_stall_other
         "named as render names it"
     );
     assert!(c.pod_names("bad").await.is_empty());
-    let events = c.events_of("bad").await;
-    assert!(
-        events
-            .iter()
-            .any(|(reason, _)| reason == "TFJobFailedValidation"),
-        "{events:?}"
-    );
+    c.until_event_reason("bad", "TFJobFailedValidation").await;
 }
 
 /// Half of all pod and service creations fail with 500, and status writes are throttled with

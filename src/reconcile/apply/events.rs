@@ -2,14 +2,16 @@
 //! what the writes did to its children, told in one event per kind of action: `Created pod:
 //! a-worker-0` for one child (Kubeflow's words), `Created 100 pods: a-worker-0 … a-worker-99`
 //! for many, so the events of a big job are O(1) per pass, not one per child. I/O (through
-//! the recorder); the notes themselves are pure.
+//! the event queue, `runtime::publisher`); the notes themselves are pure.
 
 use kube::runtime::events::EventType as KubeEventType;
 
+use jiff::Timestamp;
+
 use super::Target;
-use crate::error::{NOTE_LIMIT, api_words, bounded, is_namespace_terminating};
+use crate::error::{NOTE_LIMIT, bounded};
 use crate::reconcile::plan::model::{EventNote, EventType};
-use crate::runtime::recorder::Note;
+use crate::runtime::publisher::Queued;
 
 /// Record an event the plan decided on.
 pub async fn record_planned(t: &Target<'_>, note: &EventNote) {
@@ -20,32 +22,29 @@ pub async fn record_planned(t: &Target<'_>, note: &EventNote) {
     record(t, type_, &note.reason, note.message.clone()).await;
 }
 
-/// Record the pass's events at once (each a request of its own: in sequence they held the
-/// pass, and its turn, for one round trip each). Their times follow their order.
+/// Record the pass's events, in their order.
 pub async fn record_all(t: &Target<'_>, notes: &[EventNote]) {
-    futures::future::join_all(notes.iter().map(|note| record_planned(t, note))).await;
+    for note in notes {
+        record_planned(t, note).await;
+    }
 }
 
-/// Publish an event about the job. Failing to record an event never fails the reconcile.
+/// Queue an event about the job, to be published behind the pass (`runtime::publisher`);
+/// waits only while the queue is full. Failing to record an event never fails the reconcile.
 pub async fn record(t: &Target<'_>, type_: KubeEventType, reason: &str, note: String) {
     // The recorder folds events with the same (reason, action) into one series, keeping the
     // first note: the note is the action, so distinct occurrences (two pods exiting) stay
     // distinct events and a repeated one (the same refusal) is one series.
     let action: String = note.chars().take(128).collect();
-    let event = Note {
+    let event = Queued {
         type_,
-        reason,
-        action: &action,
+        reason: reason.to_string(),
+        action,
         note: bounded(note, NOTE_LIMIT),
+        regarding: t.job_ref.clone(),
+        at: Timestamp::now(),
     };
-    match t.recorder.publish(&event, &t.job_ref).await {
-        Ok(()) => {}
-        // (expected while the namespace goes; the job goes with it)
-        Err(e) if is_namespace_terminating(&e) => {
-            tracing::debug!(reason, "event not recorded: the namespace is being deleted");
-        }
-        Err(e) => tracing::warn!(error = %api_words(&e), reason, "event not recorded"),
-    }
+    t.events.send(event).await;
 }
 
 /// The event for what a pass did to children of one kind (docs/behaviour.md §9): none for no

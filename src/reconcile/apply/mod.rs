@@ -23,7 +23,7 @@ use crate::reconcile::context::Context;
 use crate::reconcile::job::JobMeta;
 use crate::reconcile::memory::Memory;
 use crate::reconcile::plan::model::{Deletion, Plan, Refusal};
-use crate::runtime::recorder::EventRecorder;
+use crate::runtime::publisher::EventQueue;
 use crate::runtime::store::ChildCache;
 
 /// What apply needs to act for one job.
@@ -35,7 +35,7 @@ pub struct Target<'a> {
     pub gang: Option<&'a Gang>,
     pub job_uid: &'a str,
     pub job_ref: ObjectReference,
-    pub recorder: &'a EventRecorder,
+    pub events: &'a EventQueue,
     pub memory: &'a Memory,
     /// Where created children are filed at once (`runtime::store`), so the next pass sees them.
     pub pod_cache: &'a ChildCache<ChildPod>,
@@ -54,7 +54,7 @@ impl<'a> Target<'a> {
             gang: shared.settings.gang.as_ref(),
             job_uid: job.uid,
             job_ref: job.reference.clone(),
-            recorder: &shared.recorder,
+            events: &shared.events,
             memory: &shared.memory,
             pod_cache: &ctx.pods,
             service_cache: &ctx.services,

@@ -156,12 +156,6 @@ async fn lost_watches_compacted_history_and_api_restarts_lose_no_transition_and_
             problems.push(format!("{name} ended {}", status_line(job)));
         }
     }
-    for name in &recreated {
-        let events = c.events_of(name).await;
-        if !events.iter().any(|(r, _)| r == "TFJobRestarting") {
-            problems.push(format!("{name}: no TFJobRestarting event: {events:?}"));
-        }
-    }
     common::until_quiet(
         &c,
         operator.agent(),
@@ -169,6 +163,13 @@ async fn lost_watches_compacted_history_and_api_restarts_lose_no_transition_and_
         Duration::from_secs(20),
     )
     .await;
+    // (after the operator went quiet: its events are published behind its passes)
+    for name in &recreated {
+        let events = c.events_of(name).await;
+        if !events.iter().any(|(r, _)| r == "TFJobRestarting") {
+            problems.push(format!("{name}: no TFJobRestarting event: {events:?}"));
+        }
+    }
     let before = sim.requests();
     tokio::time::sleep(IDLE).await;
     let idle = requests_of(&sim.requests().since(&before), operator.agent());

@@ -743,14 +743,28 @@ pub fn restarts(job: &TFJob, t: tfjob_operator::crd::ReplicaType) -> Option<i32>
 impl TestCluster {
     /// Wait until an event with `reason` and exactly `message` is recorded about TFJob `job`.
     pub async fn until_event(&self, job: &str, reason: &str, message: &str) {
+        let what = format!("{reason} {message:?}");
+        self.until_event_where(job, &what, |r, m| r == reason && m == message)
+            .await;
+    }
+
+    /// Wait until an event with `reason` (any message) is recorded about TFJob `job`.
+    pub async fn until_event_reason(&self, job: &str, reason: &str) {
+        self.until_event_where(job, reason, |r, _| r == reason)
+            .await;
+    }
+
+    /// Events are published behind the passes (docs/behaviour.md §9): a test waits for one,
+    /// it does not read them once when the status shows.
+    async fn until_event_where(&self, job: &str, what: &str, matches: impl Fn(&str, &str) -> bool) {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let events = self.events_of(job).await;
-            if events.iter().any(|(r, m)| r == reason && m == message) {
+            if events.iter().any(|(r, m)| matches(r, m)) {
                 return;
             }
             if tokio::time::Instant::now() > deadline {
-                panic!("no event {reason} {message:?} about {job}; events: {events:#?}");
+                panic!("no event {what} about {job}; events: {events:#?}");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
