@@ -118,7 +118,9 @@ fn parse_valid_text(text: &str) -> Option<TFJob> {
 
 impl<'de> Deserialize<'de> for CachedJob {
     /// From the JSON text as the watch delivers it (any deserializer of serde_json's, a
-    /// `Value` included, gives it).
+    /// `Value` included, gives it). A watch event must name its `type` before its `object`,
+    /// as the API server writes it: an object before its type is buffered by serde, and a
+    /// buffered object is no longer text (that event would fail to decode).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(Self::from_json(
             Box::<RawValue>::deserialize(deserializer)?.get(),
