@@ -68,13 +68,9 @@ struct WrittenMeta {
     resource_version: Option<String>,
 }
 
-/// `PUT .../tfjobs/{name}/status` with the resourceVersion the pass planned on.
-async fn replace_status(
-    shared: &Shared,
-    job: &JobMeta<'_>,
-    status: &TFJobStatus,
-) -> Result<Written, Error> {
-    let body = StatusBody {
+/// The JSON body of the status write.
+fn body(job: &JobMeta<'_>, status: &TFJobStatus) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&StatusBody {
         api_version: &TFJob::api_version(&()),
         kind: &TFJob::kind(&()),
         metadata: BodyMeta {
@@ -83,12 +79,20 @@ async fn replace_status(
             resource_version: job.resource_version,
         },
         status,
-    };
+    })
+}
+
+/// `PUT .../tfjobs/{name}/status` with the resourceVersion the pass planned on.
+async fn replace_status(
+    shared: &Shared,
+    job: &JobMeta<'_>,
+    status: &TFJobStatus,
+) -> Result<Written, Error> {
     let failed = |source| Error::WriteStatus {
         name: job.name.to_string(),
         source,
     };
-    let body = serde_json::to_vec(&body).map_err(|source| Error::Serialize {
+    let body = body(job, status).map_err(|source| Error::Serialize {
         what: "status",
         source,
     })?;
@@ -98,4 +102,54 @@ async fn replace_status(
     // As kube's `Api::replace_status` marks it (the client's trace span is named after it).
     request.extensions_mut().insert("replace_status");
     shared.client.request(request).await.map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::crd::{ConditionStatus, ConditionType, JobCondition};
+
+    #[test]
+    fn the_body_is_the_job_identity_and_the_status_and_the_answer_gives_the_new_version() {
+        let job = JobMeta {
+            name: "mnist",
+            namespace: "ns",
+            uid: "u1",
+            resource_version: "41",
+            deleting: false,
+            status: None,
+            created: None,
+            reference: ObjectReference::default(),
+        };
+        let status = TFJobStatus {
+            conditions: vec![JobCondition {
+                type_: ConditionType::Created,
+                status: ConditionStatus::True,
+                reason: Some("TFJobCreated".into()),
+                message: None,
+                last_update_time: None,
+                last_transition_time: None,
+            }],
+            ..TFJobStatus::default()
+        };
+        let sent: Value = serde_json::from_slice(&body(&job, &status).unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "TFJob",
+                "metadata": {"name": "mnist", "namespace": "ns", "resourceVersion": "41"},
+                "status": serde_json::to_value(&status).unwrap(),
+            })
+        );
+        let answer = json!({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            "metadata": {"name": "mnist", "resourceVersion": "42",
+                "managedFields": [{"fieldsV1": {"f:status": {}}}]},
+            "spec": {"tfReplicaSpecs": {}}, "status": sent["status"]});
+        let written: Written = serde_json::from_value(answer).unwrap();
+        assert_eq!(written.metadata.resource_version.as_deref(), Some("42"));
+    }
 }
