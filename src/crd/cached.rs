@@ -11,7 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use super::field_error::FieldError;
 use super::form::older_form_hint;
 use super::settings::PREFIX;
 use super::validation::parse_tfjob_ref;
@@ -35,28 +37,29 @@ pub struct Unreadable {
 }
 
 impl CachedJob {
+    /// Reads a TFJob from its JSON text; never fails, whatever the text holds.
+    ///
+    /// Straight from the text to the typed job when it parses (the watch's common case: one
+    /// decode, no intermediate `Value` tree); anything else goes the [`CachedJob::from_value`]
+    /// way, which names the field in error, so both ways give the same result.
+    pub fn from_json(text: &str) -> Self {
+        if let Some(job) = parse_valid_text(text) {
+            return Self(Ok(kept(job)));
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Self::from_value(&value),
+            Err(e) => Self(Err(Unreadable {
+                metadata: ObjectMeta::default(),
+                status: None,
+                problem: FieldError::new("<root>", e.to_string()).to_string(),
+            })),
+        }
+    }
+
     /// Reads a TFJob from JSON; never fails, whatever the object holds.
     pub fn from_value(value: &Value) -> Self {
         match parse_tfjob_ref(value) {
-            Ok(mut job) => {
-                // Only our own annotations are read (`settings`), and Kueue's (the Kueue mode
-                // copies some to the Workload); the others are the bulk of a job applied with
-                // kubectl (its last-applied annotation repeats the whole manifest), and managed
-                // fields describe every field again.
-                if let Some(annotations) = &mut job.metadata.annotations {
-                    annotations.retain(|k, _| KEPT_ANNOTATIONS.iter().any(|p| k.starts_with(p)));
-                }
-                if job
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.is_empty())
-                {
-                    job.metadata.annotations = None;
-                }
-                job.metadata.managed_fields = None;
-                Self(Ok(job))
-            }
+            Ok(job) => Self(Ok(kept(job))),
             Err(problem) => Self(Err(Unreadable {
                 metadata: value
                     .get("metadata")
@@ -75,9 +78,53 @@ impl CachedJob {
     }
 }
 
+/// The job with only what the controller reads of its metadata: our own annotations
+/// (`settings`) and Kueue's (the Kueue mode copies some to the Workload). The others are the
+/// bulk of a job applied with kubectl (its last-applied annotation repeats the whole
+/// manifest), and managed fields describe every field again.
+fn kept(mut job: TFJob) -> TFJob {
+    if let Some(annotations) = &mut job.metadata.annotations {
+        annotations.retain(|k, _| KEPT_ANNOTATIONS.iter().any(|p| k.starts_with(p)));
+    }
+    if job
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.is_empty())
+    {
+        job.metadata.annotations = None;
+    }
+    job.metadata.managed_fields = None;
+    job
+}
+
+/// The job typed straight from `text`, when its `apiVersion` and `kind` are ours (or absent)
+/// exactly as written and every field has its type; None sends it the `Value` way, whose
+/// checks say what is wrong.
+fn parse_valid_text(text: &str) -> Option<TFJob> {
+    /// `apiVersion` and `kind` as written (the rest is skipped, not built).
+    #[derive(Deserialize)]
+    struct TypeMeta<'a> {
+        #[serde(rename = "apiVersion", borrow)]
+        api_version: Option<&'a RawValue>,
+        #[serde(borrow)]
+        kind: Option<&'a RawValue>,
+    }
+    let types: TypeMeta<'_> = serde_json::from_str(text).ok()?;
+    let is = |raw: Option<&RawValue>, want: &str| raw.is_none_or(|r| r.get() == want);
+    let ours = is(types.api_version, r#""kubeflow.org/v1""#) && is(types.kind, r#""TFJob""#);
+    ours.then(|| serde_json::from_str(text).ok()).flatten()
+}
+
 impl<'de> Deserialize<'de> for CachedJob {
+    /// From the JSON text as the watch delivers it (any deserializer of serde_json's, a
+    /// `Value` included, gives it). A watch event must name its `type` before its `object`,
+    /// as the API server writes it: an object before its type is buffered by serde, and a
+    /// buffered object is no longer text (that event would fail to decode).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Self::from_value(&Value::deserialize(deserializer)?))
+        Ok(Self::from_json(
+            Box::<RawValue>::deserialize(deserializer)?.get(),
+        ))
     }
 }
 
@@ -117,72 +164,4 @@ impl Resource for CachedJob {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn object(spec: Value) -> CachedJob {
-        serde_json::from_value(json!({
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "TFJob",
-            "metadata": {"name": "j", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
-            "spec": spec,
-            "status": {"conditions": [{"type": "Created", "status": "True"}]}
-        }))
-        .expect("a CachedJob never fails to deserialize")
-    }
-
-    #[test]
-    fn a_job_that_parses_is_typed() {
-        let o = object(json!({"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {}}}}));
-        let job = o.0.as_ref().expect("parses");
-        assert_eq!(job.metadata.uid.as_deref(), Some("u1"));
-        assert_eq!(o.meta().resource_version.as_deref(), Some("7"));
-    }
-
-    #[test]
-    fn a_job_that_does_not_parse_keeps_its_metadata_status_and_the_field_in_error() {
-        let o = object(json!({"tfReplicaSpecs": {"Worker": {"replicas": "two", "template": {}}}}));
-        let bad = o.0.as_ref().expect_err("does not parse");
-        assert_eq!(bad.metadata.name.as_deref(), Some("j"));
-        assert_eq!(o.meta().uid.as_deref(), Some("u1"));
-        assert_eq!(bad.status.as_ref().map(|s| s.conditions.len()), Some(1));
-        assert!(
-            bad.problem
-                == "spec.tfReplicaSpecs[Worker].replicas: Invalid value: \"two\": must be of type integer",
-            "{}",
-            bad.problem
-        );
-    }
-
-    #[test]
-    fn an_older_form_stored_as_v1_points_at_convert() {
-        let o = object(json!({"replicaSpecs": [{"tfReplicaType": "MASTER", "template": {}}]}));
-        let bad = o.0.as_ref().expect_err("does not parse");
-        assert!(
-            bad.problem.starts_with(
-                "spec.tfReplicaSpecs: Required value; this is a tf-operator v1alpha1 TFJob"
-            ),
-            "{}",
-            bad.problem
-        );
-        assert!(
-            bad.problem.contains("`tfjob-operator convert FILE`"),
-            "{}",
-            bad.problem
-        );
-    }
-
-    #[test]
-    fn anything_at_all_deserializes() {
-        for value in [
-            json!(null),
-            json!([1, 2]),
-            json!({"metadata": 5}),
-            json!("x"),
-        ] {
-            let o: CachedJob = serde_json::from_value(value.clone()).expect("never fails");
-            assert!(o.0.is_err(), "{value}");
-        }
-    }
-}
+mod tests;

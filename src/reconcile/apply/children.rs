@@ -5,7 +5,6 @@
 use futures::{StreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::PostParams;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use tokio::time::Instant;
@@ -102,14 +101,19 @@ enum Made {
 
 async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
     let name = pod.name_any();
-    match t.pods.create(&PostParams::default(), &pod).await {
+    match t.create::<Pod, ChildPod>(&pod).await {
         Ok(created) => {
-            t.pod_cache
-                .created(ChildPod::from(&created), Instant::now());
+            t.pod_cache.created(created, Instant::now());
             Ok(Made::New(Kind::Pod, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
-            adopt_check(t, t.pods.get_opt(&name).await.ok().flatten(), "pod", &name).await;
+            adopt_check(
+                t,
+                t.pods().get_opt(&name).await.ok().flatten(),
+                "pod",
+                &name,
+            )
+            .await;
             Ok(Made::Existing)
         }
         Err(source) => {
@@ -123,16 +127,15 @@ async fn create_pod(t: &Target<'_>, pod: Pod) -> Result<Made, Error> {
 
 async fn create_service(t: &Target<'_>, service: Service) -> Result<Made, Error> {
     let name = service.name_any();
-    match t.services.create(&PostParams::default(), &service).await {
+    match t.create::<Service, ChildService>(&service).await {
         Ok(created) => {
-            t.service_cache
-                .created(ChildService::from(&created), Instant::now());
+            t.service_cache.created(created, Instant::now());
             Ok(Made::New(Kind::Service, name))
         }
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
             adopt_check(
                 t,
-                t.services.get_opt(&name).await.ok().flatten(),
+                t.services().get_opt(&name).await.ok().flatten(),
                 "service",
                 &name,
             )
@@ -198,8 +201,8 @@ pub async fn delete(t: &Target<'_>, pods: &[Deletion], services: &[Deletion]) ->
 /// (`ChildChanged`); a pod's deletion is remembered until the cache shows it.
 async fn delete_one(t: &Target<'_>, kind: Kind, d: &Deletion) -> Result<(), Error> {
     let deleted = match kind {
-        Kind::Pod => super::delete_exactly(&t.pods, d).await,
-        Kind::Service => super::delete_exactly(&t.services, d).await,
+        Kind::Pod => super::delete_exactly(&t.pods(), d).await,
+        Kind::Service => super::delete_exactly(&t.services(), d).await,
     };
     let name = d.name.clone();
     match deleted {

@@ -12,9 +12,9 @@ pub mod podgroup;
 pub mod status;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
-use kube::api::{DeleteParams, DynamicObject, Preconditions};
+use kube::api::{DeleteParams, DynamicObject, PostParams, Preconditions};
 use kube::runtime::events::EventType;
-use kube::{Api, Resource};
+use kube::{Api, Client, Resource};
 
 use crate::child::{ChildPod, ChildService};
 use crate::error::{Error, is_namespace_terminating};
@@ -28,8 +28,9 @@ use crate::runtime::store::ChildCache;
 
 /// What apply needs to act for one job.
 pub struct Target<'a> {
-    pub pods: Api<Pod>,
-    pub services: Api<Service>,
+    client: &'a Client,
+    /// The job's namespace, where its children are.
+    namespace: &'a str,
     /// The job's PodGroups, when gang scheduling is on.
     pub podgroups: Option<Api<DynamicObject>>,
     pub gang: Option<&'a Gang>,
@@ -46,8 +47,8 @@ impl<'a> Target<'a> {
     pub fn new(ctx: &'a Context, job: &JobMeta<'a>) -> Self {
         let shared = &*ctx.shared;
         Self {
-            pods: Api::namespaced(shared.client.clone(), job.namespace),
-            services: Api::namespaced(shared.client.clone(), job.namespace),
+            client: &shared.client,
+            namespace: job.namespace,
             podgroups: shared.settings.gang.as_ref().map(|g| {
                 Api::namespaced_with(shared.client.clone(), job.namespace, &g.api_resource())
             }),
@@ -59,6 +60,34 @@ impl<'a> Target<'a> {
             pod_cache: &ctx.pods,
             service_cache: &ctx.services,
         }
+    }
+}
+
+impl Target<'_> {
+    /// The job's pods, made when a pass writes one (most passes write none).
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), self.namespace)
+    }
+
+    /// The job's services, made when a pass writes one.
+    pub fn services(&self) -> Api<Service> {
+        Api::namespaced(self.client.clone(), self.namespace)
+    }
+
+    /// Creates `object` in the job's namespace, as `Api::create` does, the answer read
+    /// straight into `C`: for a child, only what the cache keeps (`child::wire`).
+    pub async fn create<K, C>(&self, object: &K) -> Result<C, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + serde::Serialize,
+        C: serde::de::DeserializeOwned,
+    {
+        let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+        let mut request = kube::core::Request::new(K::url_path(&(), Some(self.namespace)))
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        // As kube's `Api::create` marks it (the client's trace span is named after it).
+        request.extensions_mut().insert("create");
+        self.client.request(request).await
     }
 }
 
