@@ -194,16 +194,17 @@ pub async fn run_with_clients(
                     anyhow::bail!("lost the leader lease; exiting so a standby takes over")
                 }
             }
-            drop(shared);
-            publisher.finish_within(EVENTS_AT_STOP).await;
-            elector.release().await;
-            leading(false);
         }
         None => {
             all.await;
-            drop(shared);
-            publisher.finish_within(EVENTS_AT_STOP).await;
         }
+    }
+    // The queued events go out before the lease is released (a standby then starts clean).
+    drop(shared);
+    publisher.finish_within(EVENTS_AT_STOP).await;
+    if let Some(elector) = &elector {
+        elector.release().await;
+        leading(false);
     }
     tracing::info!("stopped");
     Ok(())
