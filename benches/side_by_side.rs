@@ -248,10 +248,15 @@ async fn measure(
             let b = scenarios::big_job(&mut h, 1000).await?;
             r.add(Figure::BigJob, b.big.as_secs_f64());
             r.add(Figure::SmallJob, b.small.as_secs_f64());
+            r.add(
+                Figure::SmallJobUserCreate,
+                b.split.user_create.as_secs_f64() * 1000.0,
+            );
             format!(
-                "big job {:.2} s, small job {:.2} s",
+                "big job {:.2} s, small job {:.2} s: {}",
                 b.big.as_secs_f64(),
-                b.small.as_secs_f64()
+                b.small.as_secs_f64(),
+                b.split
             )
         }
         "lifecycle" => {

@@ -105,6 +105,8 @@ mod tests {
             "Kubeflow's concurrency of 1 is a scale complaint"
         );
         assert!(!args.leader_elect);
+        assert_eq!(args.worker_threads, 1);
+        assert!(Cli::try_parse_from(["tfjob-operator", "run", "--worker-threads", "0"]).is_err());
         assert_eq!(args.metrics_bind_address, ":8080");
         assert_eq!(args.health_probe_bind_address, ":8081");
         let Command::Run(args) = Cli::parse_from([

@@ -32,7 +32,11 @@ fn main() -> ExitCode {
 
 fn run_command(args: RunArgs) -> ExitCode {
     tfjob_operator::telemetry::init(args.log_format);
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(args.worker_threads))
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("starting the async runtime: {e}");

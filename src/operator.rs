@@ -36,28 +36,41 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         ::http::header::USER_AGENT,
         ::http::HeaderValue::from_static(concat!("tfjob-operator/", env!("CARGO_PKG_VERSION"))),
     ));
-    // The Kueue side names itself apart in the audit log, as Kueue's own integration does.
-    let mut kueue_config = config.clone();
-    kueue_config
-        .headers
-        .retain(|(name, _)| name != ::http::header::USER_AGENT);
-    kueue_config.headers.push((
-        ::http::header::USER_AGENT,
-        ::http::HeaderValue::from_static(crate::kueue::USER_AGENT),
-    ));
     let probes = Probes::default();
     // Every request of the client counted as client-go counts them (`rest_client_*`).
     let counted = probes.metrics.rest.layer(&config.cluster_url);
+    // The Kueue side's own client only in the Kueue mode: each client holds its own TLS set-up.
+    let kueue_client = args
+        .kueue
+        .then(|| kueue_client(&config, &counted))
+        .transpose()?;
     let client = ClientBuilder::try_from(config)
         .context("building the Kubernetes client")?
         .with_layer(&counted)
         .build();
-    let kueue_client = ClientBuilder::try_from(kueue_config)
-        .context("building the Kubernetes client")?
-        .with_layer(&counted)
-        .build();
+    let kueue_client = kueue_client.unwrap_or_else(|| client.clone());
     serve_endpoints(&args, &probes).await?;
     run_with_clients(client, kueue_client, args, probes, shutdown_signal()).await
+}
+
+/// The Kueue side's client: the same cluster, named apart in the audit log, as Kueue's own
+/// integration is.
+fn kueue_client(
+    config: &kube::Config,
+    counted: &crate::metrics::rest::RestLayer,
+) -> anyhow::Result<Client> {
+    let mut config = config.clone();
+    config
+        .headers
+        .retain(|(name, _)| name != ::http::header::USER_AGENT);
+    config.headers.push((
+        ::http::header::USER_AGENT,
+        ::http::HeaderValue::from_static(crate::kueue::USER_AGENT),
+    ));
+    Ok(ClientBuilder::try_from(config)
+        .context("building the Kubernetes client")?
+        .with_layer(counted)
+        .build())
 }
 
 /// Run with a given client until `shutdown` resolves (used by the demo and the tests; the

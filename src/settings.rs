@@ -16,9 +16,16 @@ pub struct RunArgs {
     #[arg(long, env = "CUSTOM_CLUSTER_DOMAIN")]
     pub cluster_domain: Option<String>,
 
-    /// TFJobs reconciled at once (per watched namespace).
+    /// TFJobs planned and having their children written at once (per watched namespace); each
+    /// pass's status write follows outside this bound.
     #[arg(long, env = "TFJOB_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
+
+    /// Threads running the operator's work. The operator mostly waits for the API server: one
+    /// thread cost about a fifth less CPU per job than two, with the same throughput
+    /// (BENCHMARKS.md); raise it only if the operator's own CPU use nears one core.
+    #[arg(long, env = "TFJOB_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub worker_threads: u16,
 
     /// Longest wait, in seconds, before a failed pass is retried (the backoff doubles from
     /// 0.5 s up to it). It bounds how long a job refused by a quota or an admission rule waits

@@ -13,6 +13,7 @@ pub enum Figure {
     Children1000x2,
     BigJob,
     SmallJob,
+    SmallJobUserCreate,
     RequestsPerJob,
     WritesPerJob,
     EventsPerJob,
@@ -23,7 +24,7 @@ pub enum Figure {
 }
 
 impl Figure {
-    pub const ALL: [Figure; 14] = [
+    pub const ALL: [Figure; 15] = [
         Figure::IdleRss,
         Figure::RssPerPod1000x2,
         Figure::RssPerPod200x5,
@@ -31,6 +32,7 @@ impl Figure {
         Figure::Children1000x2,
         Figure::BigJob,
         Figure::SmallJob,
+        Figure::SmallJobUserCreate,
         Figure::RequestsPerJob,
         Figure::WritesPerJob,
         Figure::EventsPerJob,
@@ -53,6 +55,9 @@ impl Figure {
             }
             Figure::BigJob => "one 1000-worker job → its 2000 children (s)",
             Figure::SmallJob => "a 1-worker job applied meanwhile → its 2 children (s)",
+            Figure::SmallJobUserCreate => {
+                "of which the API server answering the user's create of it (ms)"
+            }
             Figure::RequestsPerJob => "API requests per finished 1-worker job (200 jobs)",
             Figure::WritesPerJob => "of which writes",
             Figure::EventsPerJob => "events created per finished 1-worker job",
@@ -66,7 +71,7 @@ impl Figure {
     fn decimals(self) -> usize {
         match self {
             Figure::IdleRss | Figure::RssPerPod1000x2 | Figure::RssPerPod200x5 => 1,
-            Figure::RestartRequests | Figure::RestartWrites => 0,
+            Figure::RestartRequests | Figure::RestartWrites | Figure::SmallJobUserCreate => 0,
             Figure::RequestsPerJob | Figure::WritesPerJob | Figure::EventsPerJob => 2,
             _ => 2,
         }

@@ -44,6 +44,58 @@ pub struct BigJob {
     pub big: Duration,
     /// A 1-worker job applied once a tenth of those exist: its create to its last child's.
     pub small: Duration,
+    /// Where the small job's time went, from the audit log (`SmallSplit`).
+    pub split: SmallSplit,
+}
+
+/// The small job's time in three stages, each from the API server's own timestamps: how busy
+/// the server was (the user's create of the job), how soon the operator acted, and the server
+/// again (the children's creates).
+#[derive(Clone, Debug, Default)]
+pub struct SmallSplit {
+    /// The user's create of the TFJob: received → answered.
+    pub user_create: Duration,
+    /// The TFJob answered → the operator's first child create received.
+    pub reaction: Duration,
+    /// The first child create received → the last child create answered.
+    pub children: Duration,
+}
+
+impl SmallSplit {
+    fn of(log: &[Request], user: &str, ns: &str) -> Self {
+        let job = log
+            .iter()
+            .find(|r| r.created("tfjobs", ns) && r.name == "small");
+        let children: Vec<&Request> = log
+            .iter()
+            .filter(|r| r.user == user && r.name.starts_with("small-"))
+            .filter(|r| r.created("pods", ns) || r.created("services", ns))
+            .collect();
+        let first = children.iter().map(|r| r.received).min();
+        let last = children.iter().map(|r| r.at).max();
+        match (job, first, last) {
+            (Some(job), Some(first), Some(last)) => Self {
+                user_create: since(job.received, job.at),
+                reaction: since(job.at, first),
+                children: since(first, last),
+            },
+            _ => Self::default(),
+        }
+    }
+}
+
+impl std::fmt::Display for SmallSplit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        write!(
+            f,
+            "the user's create answered in {:.0} ms, the operator's first child create {:.0} ms \
+             after, its children answered {:.0} ms after that",
+            ms(self.user_create),
+            ms(self.reaction),
+            ms(self.children)
+        )
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -122,10 +174,12 @@ pub async fn big_job(h: &mut Harness, workers: u32) -> anyhow::Result<BigJob> {
         .create_jobs(&ns, vec![jobs::tfjob("small", 1, RUNS_ON)])
         .await?;
     let small_last = until_children(h, mark_small, 1, "small-").await?;
+    let split = SmallSplit::of(&h.log[mark_small..], &h.user, &ns);
     let big_last = until_children(h, mark, workers as usize, "big-").await?;
     Ok(BigJob {
         big: since(t0, big_last),
         small: since(t1, small_last),
+        split,
     })
 }
 

@@ -51,7 +51,8 @@ pub struct Context {
     pub podgroups: Option<GroupCache>,
     /// The Workloads of the scope, in the Kueue mode.
     pub workloads: Option<WorkloadCache>,
-    /// `--concurrency` passes work at once, taking turns first come, first served. (kube's
+    /// `--concurrency` passes plan and write children at once, taking turns first come, first
+    /// served; a pass's status write follows after its turn. (kube's
     /// own limit picks the next job from a hash set: when saturated, some jobs waited over
     /// 10 s while others were served at once.)
     pub turns: tokio::sync::Semaphore,

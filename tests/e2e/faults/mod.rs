@@ -1,4 +1,4 @@
-//! The fault suite (issue "Robust controller", R1–R11; R12 and R13 since).
+//! The fault suite (issue "Robust controller", R1–R11; R12 to R14 since).
 
 mod bad_input;
 mod cache;
@@ -7,6 +7,7 @@ mod r10_recreated_job;
 mod r11_soak;
 mod r12_child_watch_paths;
 mod r13_slow_events;
+mod r14_turns;
 mod r1_api_errors;
 mod r2_kill;
 mod r3_watch_delays;
