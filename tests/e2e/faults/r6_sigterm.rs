@@ -1,9 +1,12 @@
 //! R6: SIGTERM in the middle of creating a 300-replica job → a clean exit; the next operator
-//! completes the job with exactly 300 pods and 300 services, each created exactly once.
+//! completes the job with exactly 300 pods and 300 services, each created exactly once. And a
+//! leader SIGTERMed while the API server answers nothing still exits cleanly, within seconds.
 
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::Api;
 use serde_json::json;
 use tfjob_operator::crd::{ConditionType, ReplicaType, TFJob};
 use tfjob_sim::FaultRule;
@@ -13,10 +16,14 @@ use super::common::{self, restarts, spec, status_line};
 use crate::support::faults::{
     OPERATOR_AGENT, WatchLog, breakdown, cluster, seed, shared, writes_of,
 };
+use crate::support::until;
 
 const REPLICAS: usize = 300;
 /// How long a SIGTERMed operator may take to drain and return.
 const EXIT: Duration = Duration::from_secs(10);
+/// How long a leader may take to stop when the API server answers nothing: the lease
+/// release's bound (`RELEASE_WAIT`, 5 s) and slack.
+const UNANSWERED_EXIT: Duration = Duration::from_secs(10);
 
 /// A 300-worker job (`AllWorkers`: every worker must run and succeed) is being created, each
 /// create slowed by 10 ms; once 60 pods exist the operator gets SIGTERM (its shutdown future
@@ -129,5 +136,47 @@ async fn sigterm_while_creating_300_replicas_exits_cleanly_and_the_next_operator
         problems.is_empty(),
         "{} problems: {problems:#?}",
         problems.len()
+    );
+}
+
+/// A leader (`--leader-elect`), idle, gets SIGTERM while the API server answers none of its
+/// requests (frozen: a hung API server, a partitioned node): `run_with` returns Ok within 10 s,
+/// the lease left to expire (it still names the leader), instead of waiting for the client's
+/// 295 s timeout on the release, past the kubelet's 30 s grace period.
+#[tokio::test]
+async fn a_leader_stopped_while_the_api_server_answers_nothing_exits_within_10s() {
+    let _shared = shared().await;
+    let c = cluster("sigterm-unanswered", seed("sigterm-unanswered")).await;
+    if !c.simulated() {
+        return eprintln!("skipped: freezes the operator's client (simulator only)");
+    }
+    let ns = c.namespace.clone();
+    let lease = "sigterm-unanswered";
+    let flags = [
+        "--leader-elect",
+        "--leader-election-namespace",
+        &ns,
+        "--leader-election-id",
+        lease,
+    ];
+    let leader = c.operator(&flags).await;
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), &ns);
+    let holder = |l: Option<&Lease>| l?.spec.as_ref()?.holder_identity.clone();
+    let held_by = until(&leases, lease, "a leader", holder).await;
+    leader.until_ready().await;
+
+    c.sim().freeze_after_writes(leader.agent(), 0);
+    let stopped = leader.stop(UNANSWERED_EXIT).await;
+    c.sim().unfreeze();
+    match stopped {
+        Ok((Ok(()), took)) => eprintln!("the frozen leader exited cleanly in {took:?}"),
+        Ok((Err(e), _)) => panic!("the frozen leader failed: {e:#}"),
+        Err(e) => panic!("{e}"),
+    }
+    let now = leases.get(lease).await.expect("the lease");
+    assert_eq!(
+        holder(Some(&now)),
+        Some(held_by),
+        "the API server answered the frozen leader's release"
     );
 }
