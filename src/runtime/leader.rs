@@ -20,9 +20,9 @@ use kube::api::PostParams;
 pub const LEASE_DURATION: Duration = Duration::from_secs(10);
 pub const RENEW_DEADLINE: Duration = Duration::from_secs(7);
 pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
-/// How long a stopping leader tries to give the lease up. An API server that does not answer
-/// would otherwise hold the stop until the client's own timeout (295 s), far past the 30 s
-/// Kubernetes waits before SIGKILL; the lease expires on its own anyway.
+/// How long a stopping leader tries to give the lease up. kube's client sets no read timeout,
+/// so an API server that does not answer would otherwise hold the stop for good (Kubernetes
+/// SIGKILLs after 30 s); the lease expires on its own anyway.
 pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 pub struct LeaderElector {

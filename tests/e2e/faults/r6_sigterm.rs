@@ -141,8 +141,8 @@ async fn sigterm_while_creating_300_replicas_exits_cleanly_and_the_next_operator
 
 /// A leader (`--leader-elect`), idle, gets SIGTERM while the API server answers none of its
 /// requests (frozen: a hung API server, a partitioned node): `run_with` returns Ok within 10 s,
-/// the lease left to expire (it still names the leader), instead of waiting for the client's
-/// 295 s timeout on the release, past the kubelet's 30 s grace period.
+/// the lease left to expire (it still names the leader). Before, the release waited for an
+/// answer for good (kube's client has no read timeout), past the kubelet's 30 s grace period.
 #[tokio::test]
 async fn a_leader_stopped_while_the_api_server_answers_nothing_exits_within_10s() {
     let _shared = shared().await;
