@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Config as ControllerConfig, Controller, Error as ControllerError};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -20,6 +20,7 @@ use crate::kueue::janitor;
 use crate::reconcile::{Context, Shared, error_policy, reconcile};
 use crate::runtime::cache::{Watched, child_events};
 use crate::runtime::departed::Departed;
+use crate::runtime::first_list::note_first_list;
 use crate::runtime::listing::watch as watch_api;
 use crate::runtime::podgroups::GroupCache;
 use crate::runtime::store::ChildCache;
@@ -34,6 +35,7 @@ pub async fn run_scope(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
     on_ready: impl FnOnce() + Send + 'static,
 ) {
+    let shutdown = shutdown.shared();
     let client = shared.client.clone();
     let (jobs_api, pods_api, services_api): (
         Api<CachedJob>,
@@ -106,9 +108,11 @@ pub async fn run_scope(
         .map(Ok)
         .forward(wake),
     );
-    let job_events = watch_api(jobs_api, watcher::Config::default())
-        .default_backoff()
-        .reflect(job_writer);
+    let (job_events, first_list) = note_first_list(
+        watch_api(jobs_api, watcher::Config::default())
+            .default_backoff()
+            .reflect(job_writer),
+    );
     let memory = shared.clone();
     let jobs_applied = jobs_applied(job_events, jobs.clone(), move |uid| {
         memory.memory.forget(uid);
@@ -141,7 +145,7 @@ pub async fn run_scope(
     let controller = Controller::for_stream(jobs_applied, jobs)
         .reconcile_on(woken)
         .with_config(ControllerConfig::default().concurrency(in_flight(concurrency)))
-        .graceful_shutdown_on(shutdown)
+        .graceful_shutdown_on(shutdown.clone())
         .run(reconcile, error_policy, ctx)
         .for_each(move |result| {
             match result {
@@ -160,9 +164,16 @@ pub async fn run_scope(
         }
         futures::future::pending::<()>().await
     };
+    // kube's controller would wait for ever for a first list it no longer reads
+    // (`runtime::first_list`).
+    let unlisted = first_list.stopped_before(shutdown);
     tokio::select! {
         _ = controller => {},
         _ = ready => {},
+        _ = unlisted => tracing::info!(
+            scope = namespace.as_deref().unwrap_or("all namespaces"),
+            "stopped before the TFJobs were listed: no pass had started"
+        ),
     }
 }
 

@@ -20,6 +20,10 @@ use kube::api::PostParams;
 pub const LEASE_DURATION: Duration = Duration::from_secs(10);
 pub const RENEW_DEADLINE: Duration = Duration::from_secs(7);
 pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
+/// How long a stopping leader tries to give the lease up. kube's client sets no read timeout,
+/// so an API server that does not answer would otherwise hold the stop for good (Kubernetes
+/// SIGKILLs after 30 s); the lease expires on its own anyway.
+pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 pub struct LeaderElector {
     api: Api<Lease>,
@@ -65,8 +69,22 @@ impl LeaderElector {
         }
     }
 
-    /// Give the lease up so a standby replica takes over at once.
+    /// Give the lease up so a standby replica takes over at once; not longer than
+    /// `RELEASE_WAIT`, else the lease is left to expire.
     pub async fn release(&self) {
+        if tokio::time::timeout(RELEASE_WAIT, self.give_up())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                lease = %self.name,
+                "the lease could not be released within {RELEASE_WAIT:?}: a standby takes it \
+                 when it expires ({LEASE_DURATION:?} after the last renewal)"
+            );
+        }
+    }
+
+    async fn give_up(&self) {
         if let Ok(mut lease) = self.api.get(&self.name).await {
             let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
             if spec.holder_identity.as_deref() == Some(self.identity.as_str()) {
