@@ -25,6 +25,15 @@ pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
 /// SIGKILLs after 30 s); the lease expires on its own anyway.
 pub const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
+/// Why an attempt on the lease did not tell whether we hold it.
+#[derive(Debug, thiserror::Error)]
+enum AttemptError {
+    #[error(transparent)]
+    Api(kube::Error),
+    #[error("no answer from the API server within {0:?}")]
+    Unanswered(Duration),
+}
+
 pub struct LeaderElector {
     api: Api<Lease>,
     name: String,
@@ -43,7 +52,7 @@ impl LeaderElector {
     /// Wait until this replica holds the lease.
     pub async fn acquire(&self) {
         loop {
-            match self.try_acquire_or_renew().await {
+            match self.attempt(RENEW_DEADLINE).await {
                 Ok(true) => return,
                 Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, lease = %self.name, "leader election"),
@@ -58,14 +67,26 @@ impl LeaderElector {
         let mut last_renewal = tokio::time::Instant::now();
         loop {
             tokio::time::sleep(RETRY_PERIOD).await;
-            match self.try_acquire_or_renew().await {
+            // An attempt may take only what is left of the deadline: one the API server never
+            // answers would otherwise keep this replica acting after a standby took the lease.
+            let left = RENEW_DEADLINE.saturating_sub(last_renewal.elapsed());
+            match self.attempt(left).await {
                 Ok(true) => last_renewal = tokio::time::Instant::now(),
                 Ok(false) => return,
                 Err(e) => tracing::warn!(error = %e, lease = %self.name, "renewing leader lease"),
             }
-            if last_renewal.elapsed() > RENEW_DEADLINE {
+            if last_renewal.elapsed() >= RENEW_DEADLINE {
                 return;
             }
+        }
+    }
+
+    /// One attempt to acquire or renew, given up after `limit` (kube's client sets no read
+    /// timeout).
+    async fn attempt(&self, limit: Duration) -> Result<bool, AttemptError> {
+        match tokio::time::timeout(limit, self.try_acquire_or_renew()).await {
+            Ok(result) => result.map_err(AttemptError::Api),
+            Err(_) => Err(AttemptError::Unanswered(limit)),
         }
     }
 

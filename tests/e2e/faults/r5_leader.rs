@@ -1,6 +1,6 @@
 //! R5: two operators with leader election; the leader is killed (its lease is not released):
 //! the standby takes over within 15 s and finishes a job, and while it stood by it wrote
-//! nothing but the Lease.
+//! nothing but the Lease. A leader the API server stops answering stops before its lease ends.
 
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ use crate::support::until;
 
 const LEASE: &str = "faults-leader";
 const FAILOVER: Duration = Duration::from_secs(15);
+/// How long a lease lasts from its last renewal (docs/behaviour.md §9).
+const LEASE_DURATION: Duration = Duration::from_secs(10);
 
 fn holder(lease: Option<&Lease>) -> Option<String> {
     lease?
@@ -120,4 +122,52 @@ async fn a_killed_leader_is_replaced_within_15s_by_a_standby_that_wrote_only_its
         failover <= FAILOVER,
         "the standby took over {failover:?} after the leader was killed (at most {FAILOVER:?})"
     );
+}
+
+/// A leader whose requests the API server stops answering (a hung connection, a partitioned
+/// node) stops acting within the renew deadline, before its lease could pass to a standby:
+/// `run_with` returns the lost-lease error within 10 s. Before, its renewal waited for an answer
+/// for good (kube's client has no read timeout), and it would have gone on acting beside the
+/// replica that took the lease once it expired.
+#[tokio::test]
+async fn a_leader_whose_renewals_go_unanswered_stops_before_its_lease_expires() {
+    let _shared = shared().await;
+    let c = cluster("leader-unanswered", seed("leader-unanswered")).await;
+    if !c.simulated() {
+        return eprintln!("skipped: freezes the operator's client (simulator only)");
+    }
+    let ns = c.namespace.clone();
+    let lease = "leader-unanswered";
+    let flags = [
+        "--leader-elect",
+        "--leader-election-namespace",
+        ns.as_str(),
+        "--leader-election-id",
+        lease,
+    ];
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), &ns);
+    let leader = c.operator(&flags).await;
+    until(&leases, lease, "a leader", holder).await;
+    leader.until_ready().await;
+
+    c.sim().freeze_after_writes(leader.agent(), 0);
+    let frozen = Instant::now();
+    while !leader.exited() && frozen.elapsed() < 2 * LEASE_DURATION {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = frozen.elapsed();
+    c.sim().unfreeze();
+    assert!(
+        leader.exited() && took < LEASE_DURATION,
+        "the leader still acted {took:?} after the API server stopped answering it (its lease \
+         lasts {LEASE_DURATION:?} from its last renewal)"
+    );
+    match leader.stop(Duration::from_secs(1)).await {
+        Ok((Err(e), _)) => assert!(
+            format!("{e:#}").contains("lost the leader lease"),
+            "it stopped for another reason: {e:#}"
+        ),
+        Ok((Ok(()), _)) => panic!("it stopped as if asked to, not for its lost lease"),
+        Err(e) => panic!("{e}"),
+    }
 }
