@@ -158,14 +158,23 @@ async fn chart_renders_objects_the_api_server_accepts_and_a_restricted_pod() {
             crd,
         ];
         kubectl(&real, &applied, None).unwrap_or_else(|e| panic!("{e}"));
+        // Polled, not `kubectl wait --for=condition=Established`: right after the create the
+        // CRD has no conditions yet, and that wait fails at once instead of waiting.
         let name = format!("crd/{kind}.monitoring.coreos.com");
         let established = [
-            "wait",
-            "--for=condition=Established",
+            "get",
             &name,
-            "--timeout=30s",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
         ];
-        kubectl(&real, &established, None).unwrap_or_else(|e| panic!("{e}"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !kubectl(&real, &established, None).is_ok_and(|o| o.trim().starts_with("True")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name} not Established within 30 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
     // Where the operator's pod must be admitted.
     kubectl(
